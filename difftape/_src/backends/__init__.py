@@ -1,0 +1,1 @@
+"""Backends: compile generated kernel source for a device and return launchable programs."""

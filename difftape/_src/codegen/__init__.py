@@ -1,0 +1,1 @@
+"""Code generation: typed IR → readable forward and adjoint Python source."""

@@ -1,0 +1,123 @@
+"""Facts about a structured kernel body that code generation needs.
+
+* activity: which locals carry derivatives (float values that depend on a float array read);
+* restore sets: which locals the adjoint must save before overwriting (assigned more than once,
+  or inside a loop), so the reverse sweep sees every value exactly as the forward did;
+* accumulation sites: whether an array index is private to the thread, uniform across threads,
+  or a scatter — the one decision that picks plain adds, reductions or atomics.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .. import dtypes
+from ..frontend import ir
+
+PRIVATE, UNIFORM, SCATTER = "private", "uniform", "scatter"
+
+
+@dataclass
+class Analysis:
+    active: set[str] = field(default_factory=set)
+    restored: set[str] = field(default_factory=set)
+    in_loop: set[int] = field(default_factory=set)  # id() of statements inside a loop body
+    single_assigned: set[str] = field(default_factory=set)
+    params: dict[str, ir.Param] = field(default_factory=dict)
+
+    def is_in_loop(self, stmt: ir.Stmt) -> bool:
+        return id(stmt) in self.in_loop
+
+    def expr_active(self, e: ir.Expr) -> bool:
+        if not dtypes.is_float(e.type):
+            return False
+        if isinstance(e, ir.Load):
+            return True
+        if isinstance(e, ir.Var):
+            return e.name in self.active
+        if isinstance(e, ir.Cast):
+            return self.expr_active(e.value)
+        if isinstance(e, ir.Call):
+            names = e.builtin.param_names
+            return any(e.builtin.differentiable.get(n, False) and self.expr_active(a)
+                       for n, a in zip(names, e.args))
+        return False
+
+
+def analyze(body: list[ir.Stmt], kernel: ir.KernelIR) -> Analysis:
+    result = Analysis(params={p.symbol: p for p in kernel.params})
+    sites: Counter[str] = Counter()
+    for p in kernel.params:
+        if not p.is_array:
+            sites[p.symbol] += 1
+
+    def visit(stmts: list[ir.Stmt], looped: bool) -> None:
+        for s in stmts:
+            if looped:
+                result.in_loop.add(id(s))
+            targets = _targets(s)
+            for t in targets:
+                sites[t] += 1
+                if looped:
+                    result.restored.add(t)
+            if isinstance(s, ir.If):
+                visit(s.body, looped)
+                visit(s.orelse, looped)
+            elif isinstance(s, (ir.For, ir.While)):
+                visit(s.body, True)
+
+    visit(body, False)
+    result.restored |= {name for name, n in sites.items() if n > 1}
+    result.single_assigned = {name for name, n in sites.items() if n == 1}
+    _propagate_activity(body, result)
+    return result
+
+
+def _targets(s: ir.Stmt) -> list[str]:
+    if isinstance(s, ir.Assign):
+        return [s.target]
+    if isinstance(s, ir.For):
+        return [s.var]
+    if isinstance(s, ir.Atomic) and s.result:
+        return [s.result]
+    return []
+
+
+def _propagate_activity(body: list[ir.Stmt], result: Analysis) -> None:
+    assigns = [s for s in ir.walk_stmts(body) if isinstance(s, ir.Assign)]
+    changed = True
+    while changed:
+        changed = False
+        for s in assigns:
+            if s.target not in result.active and result.expr_active(s.value):
+                result.active.add(s.target)
+                changed = True
+
+
+def classify_index(indices: tuple[ir.Expr, ...], kernel: ir.KernelIR, analysis: Analysis) -> str:
+    """How threads can collide on ``array[indices]``: PRIVATE, UNIFORM or SCATTER."""
+    names = [e.name if isinstance(e, ir.Var) else None for e in indices]
+    stable = analysis.single_assigned
+    if kernel.tid_flat and names == [kernel.tid_flat] and kernel.tid_flat in stable:
+        return PRIVATE
+    if kernel.tid_vars and names == list(kernel.tid_vars) and all(n in stable for n in names):
+        return PRIVATE
+
+    def thread_invariant(e: ir.Expr) -> bool:
+        if isinstance(e, ir.Const):
+            return True
+        if isinstance(e, ir.Var):
+            p = analysis.params.get(e.name)
+            return p is not None and not p.is_array and e.name in stable
+        if isinstance(e, ir.Shape):
+            return all(thread_invariant(x) for x in e.array.prefix)
+        if isinstance(e, ir.Call):
+            return all(thread_invariant(a) for a in e.args)
+        if isinstance(e, ir.Cast):
+            return thread_invariant(e.value)
+        return False
+
+    if all(thread_invariant(e) for e in indices):
+        return UNIFORM
+    return SCATTER

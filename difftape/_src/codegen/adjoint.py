@@ -1,0 +1,165 @@
+"""IR → the reverse sweep of the adjoint kernel (run after the replay, per thread).
+
+Statements are visited last to first. Before a statement is reversed, every local it overwrote
+is restored from the stack, so its inputs are exactly what the forward saw; inside loops its
+temporaries are recomputed from those inputs. Loops run their recorded trip counts backwards.
+Array adjoints follow Warp (SPEC §2.4): reads accumulate, plain stores consume the output
+gradient unless ``retain_grad``, atomics read it without consuming.
+"""
+
+from __future__ import annotations
+
+from .. import dtypes
+from ..frontend import ir
+from . import naming
+from .activity import PRIVATE, classify_index
+from .emitter import SourceBuilder, zero
+from .forward import ForwardWriter
+
+
+class AdjointWriter(ForwardWriter):
+    """Adds the reverse sweep to the forward/replay writer."""
+
+    def reverse(self, stmts: list[ir.Stmt], out: SourceBuilder) -> None:
+        for s in reversed(stmts):
+            getattr(self, "reverse_" + type(s).__name__)(s, out)
+
+    def comment(self, s: ir.Stmt, out: SourceBuilder) -> None:
+        out.comment(s.line, s.text, prefix="adj ")
+
+    def temps_for(self, s: ir.Stmt, value: ir.Expr, out: SourceBuilder) -> dict:
+        """Forward temporaries of ``s``: reused outside loops, recomputed inside them."""
+        if not self.analysis.is_in_loop(s) and id(s) in self.stmt_temps:
+            return self.stmt_temps[id(s)]
+        temps: dict = {}
+        self.materialize(value, out, temps)
+        return temps
+
+    # ------------------------------------------------------------ array adjoints
+
+    def accumulate(self, ref: ir.ArrayRef, indices, g: str, out: SourceBuilder, temps) -> None:
+        if not dtypes.is_float(ref.dtype):
+            return
+        p = ref.param
+        idx = self.index_code(indices, temps)
+        flag, adj = naming.has_adjoint_flag(p), naming.adjoint_array(p)
+        if self.parallel and classify_index(indices, self.kernel, self.analysis) != PRIVATE:
+            self.runtime.add("rt_atomic_add")
+            out.line(f"if {flag}: rt_atomic_add({adj}, ({idx},), {g})")
+        else:
+            out.line(f"if {flag}: {adj}[{idx}] += {g}")
+
+    def has_gradient(self, ref: ir.ArrayRef) -> bool:
+        return dtypes.is_float(ref.dtype)
+
+    # ------------------------------------------------------------ statements
+
+    def reverse_Assign(self, s: ir.Assign, out: SourceBuilder) -> None:
+        restored = s.target in self.analysis.restored
+        active = s.target in self.analysis.active
+        if not restored and not active:
+            return
+        self.comment(s, out)
+        t = self.type_of(s.target)
+        if restored:
+            self.pop(s.target, t, out)
+        if active:
+            temps = self.temps_for(s, s.value, out)
+            adj = self.declare(naming.adjoint_name(s.target), t)
+            g = self.new_temp(t)
+            out.line(f"{g} = {adj}; {adj} = {zero(t)}")
+            self.backprop(s.value, g, out, temps, self.accumulate)
+
+    def reverse_Store(self, s: ir.Store, out: SourceBuilder) -> None:
+        if not self.has_gradient(s.array):
+            return
+        self.comment(s, out)
+        p = s.array.param
+        adj = naming.adjoint_array(p)
+        t = s.value.type
+        with out.block(f"if {naming.has_adjoint_flag(p)}:"):
+            temps: dict = {}
+            idx = self.index_code(s.indices, temps)
+            g = self.new_temp(t)
+            out.line(f"{g} = {adj}[{idx}]")
+            out.line(f"if {naming.consume_flag(p)}: {adj}[{idx}] = {zero(t)}")
+            if self.analysis.expr_active(s.value):
+                self.materialize(s.value, out, temps)
+                self.backprop(s.value, g, out, temps, self.accumulate)
+
+    def reverse_Atomic(self, s: ir.Atomic, out: SourceBuilder) -> None:
+        restored = s.result is not None and s.result in self.analysis.restored
+        wanted = self.has_gradient(s.array) and self.analysis.expr_active(s.value)
+        if not restored and not wanted:
+            return
+        self.comment(s, out)
+        if restored:
+            self.pop(s.result, s.value.type, out)
+        if not wanted:
+            return
+        p = s.array.param
+        t = s.value.type
+        with out.block(f"if {naming.has_adjoint_flag(p)}:"):
+            temps: dict = {}
+            value = self.materialize(s.value, out, temps)
+            idx = self.index_code(s.indices, temps)
+            g = self.new_temp(t)
+            sign = "-" if s.op == "sub" else ""
+            out.line(f"{g} = {sign}{naming.adjoint_array(p)}[{idx}]")
+            if s.op in ("min", "max"):
+                # Warp: the value gets the gradient iff it equals the final element (ties: all).
+                final = self.load_code(s.array, s.indices, temps)
+                with out.block(f"if {value} == {final} or ({value} != {value} and "
+                               f"{final} != {final}):"):
+                    self.backprop(s.value, g, out, temps, self.accumulate)
+            else:
+                self.backprop(s.value, g, out, temps, self.accumulate)
+
+    def reverse_If(self, s: ir.If, out: SourceBuilder) -> None:
+        body, orelse = SourceBuilder(out.level + 1), SourceBuilder(out.level + 1)
+        self.reverse(s.body, body)
+        self.reverse(s.orelse, orelse)
+        in_loop = self.analysis.is_in_loop(s)
+        if not body.lines and not orelse.lines and not in_loop:
+            return
+        cond = self.aux[id(s)]["cond"]
+        if in_loop:
+            self.pop(cond, dtypes.bool_, out)
+        if not body.lines and not orelse.lines:
+            return
+        out.line(f"if {cond}:")
+        out.extend(body) if body.lines else out.line("    pass")
+        if orelse.lines:
+            out.line("else:")
+            out.extend(orelse)
+
+    def reverse_For(self, s: ir.For, out: SourceBuilder) -> None:
+        names = self.aux[id(s)]
+        body = SourceBuilder(out.level + 1)
+        self.reverse(s.body, body)
+        if self.analysis.is_in_loop(s):
+            self.pop(names["trip"], dtypes.int32, out)
+            self.pop(names["step"], dtypes.int32, out)
+            self.pop(names["start"], dtypes.int32, out)
+        if body.lines:
+            self.comment(s, out)
+            k = f"k_{self.counter_next()}"
+            out.line(f"for {k} in range({names['trip']} - 1, -1, -1):")
+            out.line(f"    {s.var} = int32({names['start']} + {k} * {names['step']})")
+            out.extend(body)
+        if s.var in self.analysis.restored:
+            self.pop(s.var, dtypes.int32, out)
+
+    def reverse_While(self, s: ir.While, out: SourceBuilder) -> None:
+        trip = self.aux[id(s)]["trip"]
+        body = SourceBuilder(out.level + 1)
+        self.reverse(s.body, body)
+        if self.analysis.is_in_loop(s):
+            self.pop(trip, dtypes.int32, out)
+        if body.lines:
+            self.comment(s, out)
+            out.line(f"for k_{self.counter_next()} in range({trip}):")
+            out.extend(body)
+
+    def reverse_Print(self, s: ir.Print, out: SourceBuilder) -> None:
+        pass

@@ -1,0 +1,164 @@
+"""Spell IR expressions as generated Python, and back-propagate an adjoint through them.
+
+Forward: inactive sub-trees are written inline; active calls and loads get a temporary
+(``var_<n>``) so the reverse sweep can pass their values to derivative rules. Reverse: an
+expression tree is walked from its root, calling each builtin's ``adj_`` rule and accumulating
+into locals (``adj_x += …``) and array adjoints (through ``accumulate``).
+"""
+
+from __future__ import annotations
+
+from .. import dtypes
+from ..frontend import ir
+from . import naming
+from .activity import Analysis
+from .emitter import SourceBuilder, cast, literal, zero
+
+# Operators emitted inline when their Python meaning equals the builtin's (float + - * /).
+_INLINE_FLOAT = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+_INLINE_INT = {"add": "+", "sub": "-", "mul": "*", "bit_and": "&", "bit_or": "|",
+               "bit_xor": "^", "lshift": "<<", "rshift": ">>"}
+_COMPARE = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+
+class ExprCoder:
+    """Shared by the forward and adjoint writers: naming of temporaries and expression spelling."""
+
+    def __init__(self, kernel: ir.KernelIR, analysis: Analysis):
+        self.kernel = kernel
+        self.analysis = analysis
+        self.declared: dict[str, type] = {}
+        self.symbols: set[str] = set()  # builtin symbols the module must import
+        self.counter = 0
+
+    def declare(self, name: str, t: type) -> str:
+        self.declared.setdefault(name, t)
+        return name
+
+    def new_temp(self, t: type) -> str:
+        self.counter += 1
+        return self.declare(naming.temp_name(self.counter), t)
+
+    # ------------------------------------------------------------ spelling
+
+    def load_code(self, ref: ir.ArrayRef, indices: tuple[ir.Expr, ...], temps=None) -> str:
+        idx = ", ".join(self.code(i, temps) for i in indices)
+        return f"{ref.param}[{idx}]"  # float16 arrays reach kernels as float32 staging copies
+
+    def index_code(self, indices: tuple[ir.Expr, ...], temps=None) -> str:
+        return ", ".join(self.code(i, temps) for i in indices)
+
+    def code(self, e: ir.Expr, temps: dict | None = None) -> str:
+        """Inline spelling of ``e``; nodes found in ``temps`` are replaced by their temporary."""
+        if temps is not None and id(e) in temps:
+            return temps[id(e)]
+        if isinstance(e, ir.Const):
+            return literal(e.value, e.type)
+        if isinstance(e, ir.Var):
+            return e.name
+        if isinstance(e, ir.Load):
+            return self.load_code(e.array, e.indices, temps)
+        if isinstance(e, ir.Shape):
+            return f"int32({e.array.param}.shape[{e.axis}])"
+        if isinstance(e, ir.Cast):
+            return self.cast_code(self.code(e.value, temps), e.value.type, e.type)
+        if isinstance(e, ir.BoolOp):
+            joined = f" {e.op} ".join(self.code(v, temps) for v in e.values)
+            return f"({joined})"
+        if isinstance(e, ir.Call):
+            return self.call_code(e, [self.code(a, temps) for a in e.args])
+        raise TypeError(f"cannot spell {type(e).__name__}")
+
+    def cast_code(self, code: str, source: type, target: type) -> str:
+        if target is dtypes.bool_:
+            return f"({code} != 0)"
+        return cast(code, target)  # float → int truncates toward zero, as in C and Warp
+
+    def call_code(self, call: ir.Call, args: list[str]) -> str:
+        record = call.builtin
+        key = record.key
+        t = call.type
+        if key in _COMPARE:
+            return f"({args[0]} {_COMPARE[key]} {args[1]})"
+        if key == "logical_not":
+            return f"(not {args[0]})"
+        if dtypes.is_float(t):
+            if key in _INLINE_FLOAT:
+                return f"({args[0]} {_INLINE_FLOAT[key]} {args[1]})"
+            if key == "neg":
+                return f"(-{args[0]})"
+            if key == "pos":
+                return args[0]
+        if dtypes.is_int(t) and key in _INLINE_INT:
+            return cast(f"{args[0]} {_INLINE_INT[key]} {args[1]}", t)
+        self.symbols.add(record.symbol)
+        text = f"{record.symbol}({', '.join(args)})"
+        return text if t is dtypes.bool_ else cast(text, t)
+
+    # ------------------------------------------------------------ forward with temporaries
+
+    def materialize(self, e: ir.Expr, out: SourceBuilder, temps: dict) -> str:
+        """Emit temporaries for the active calls and loads of ``e``; return the spelling of ``e``."""
+        if not self.analysis.expr_active(e):
+            return self.code(e, temps)
+        if isinstance(e, ir.Var):
+            return e.name
+        if isinstance(e, ir.Cast):
+            inner = self.materialize(e.value, out, temps)
+            return self.cast_code(inner, e.value.type, e.type)
+        if isinstance(e, ir.Load):
+            text = self.load_code(e.array, e.indices, temps)
+        elif isinstance(e, ir.Call):
+            text = self.call_code(e, [self.materialize(a, out, temps) for a in e.args])
+        else:
+            return self.code(e, temps)
+        name = temps.get(id(e)) or self.new_temp(e.type)
+        temps[id(e)] = name
+        out.line(f"{name} = {text}")
+        return name
+
+    # ------------------------------------------------------------ reverse
+
+    def backprop(self, e: ir.Expr, g: str, out: SourceBuilder, temps: dict, accumulate) -> None:
+        """Add adjoint ``g`` (a spelled value of ``e``'s type) into everything ``e`` depends on."""
+        if not self.analysis.expr_active(e):
+            return
+        if isinstance(e, ir.Var):
+            adj = self.declare(naming.adjoint_name(e.name), e.type)
+            out.line(f"{adj} += {g}")
+        elif isinstance(e, ir.Load):
+            accumulate(e.array, e.indices, g, out, temps)
+        elif isinstance(e, ir.Cast):
+            self.backprop(e.value, cast(g, e.value.type), out, temps, accumulate)
+        elif isinstance(e, ir.Call):
+            self.backprop_call(e, g, out, temps, accumulate)
+
+    def backprop_call(self, call: ir.Call, g: str, out: SourceBuilder, temps: dict,
+                      accumulate) -> None:
+        record = call.builtin
+        names = record.param_names
+        wanted = [k for k, (n, a) in enumerate(zip(names, call.args))
+                  if record.differentiable.get(n, False) and self.analysis.expr_active(a)]
+        if not wanted:
+            return
+        self.symbols.add(record.symbol)
+        args = [self.code(a, temps) for a in call.args]
+        result = temps.get(id(call)) or self.code(call, temps)
+        rule = self.new_temp(call.type)
+        self.declared[rule] = tuple  # a tuple of contributions; declared on first assignment
+        out.line(f"{rule} = adj_{record.symbol}({', '.join(args)}, {result}, {g})")
+        for k in wanted:
+            arg = call.args[k]
+            if isinstance(arg, ir.Var):
+                self.backprop(arg, cast(f"{rule}[{k}]", arg.type), out, temps, accumulate)
+                continue
+            contribution = self.new_temp(arg.type)
+            out.line(f"{contribution} = {cast(f'{rule}[{k}]', arg.type)}")
+            self.backprop(arg, contribution, out, temps, accumulate)
+
+    def declarations(self, out: SourceBuilder, names: dict[str, type]) -> None:
+        """Typed zero initialisation of locals, so every path defines every name."""
+        for name, t in names.items():
+            if t is tuple or t is str:
+                continue
+            out.line(f"{name} = {zero(t)}")

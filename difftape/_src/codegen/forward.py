@@ -1,0 +1,187 @@
+"""IR → the per-thread body of the forward kernel, and of the adjoint kernel's replay sweep.
+
+The *primal* body is the user's computation with every side effect. The *replay* body runs in
+the adjoint kernel: it performs no array stores or atomics, and it saves on a per-thread stack
+every value that later code overwrites (locals assigned more than once or inside loops, branch
+conditions and trip counts inside loops), so the reverse sweep can restore them exactly.
+"""
+
+from __future__ import annotations
+
+from .. import dtypes
+from ..frontend import ir
+from .activity import SCATTER, UNIFORM, Analysis, classify_index
+from .emitter import SourceBuilder, cast, zero
+from .expressions import ExprCoder
+
+
+class ForwardWriter(ExprCoder):
+    """Writes primal and replay bodies; ``AdjointWriter`` extends it with the reverse sweep."""
+
+    def __init__(self, kernel: ir.KernelIR, analysis: Analysis, parallel: bool):
+        super().__init__(kernel, analysis)
+        self.parallel = parallel
+        self.replay = False
+        self.uses_fstack = False
+        self.uses_istack = False
+        self.stmt_temps: dict[int, dict] = {}  # statement id → its forward temporaries
+        self.aux: dict[int, dict[str, str]] = {}  # statement id → names of cond/trip/start/step
+        self.runtime: set[str] = set()  # runtime helpers the module must import
+
+    # ------------------------------------------------------------ stack
+
+    def push(self, name: str, t: type, out: SourceBuilder) -> None:
+        if dtypes.is_float(t):
+            self.uses_fstack = True
+            self.runtime.add("rt_grow")
+            out.line("if ftop == fstack.shape[0]: fstack = rt_grow(fstack)")
+            out.line(f"fstack[ftop] = {name}; ftop += 1")
+        else:
+            self.uses_istack = True
+            self.runtime.add("rt_grow")
+            out.line("if itop == istack.shape[0]: istack = rt_grow(istack)")
+            out.line(f"istack[itop] = {name}; itop += 1")
+
+    def pop(self, name: str, t: type, out: SourceBuilder) -> None:
+        if dtypes.is_float(t):
+            out.line(f"ftop -= 1; {name} = {cast('fstack[ftop]', t)}")
+        elif t is dtypes.bool_:
+            out.line(f"itop -= 1; {name} = istack[itop] != 0")
+        else:
+            out.line(f"itop -= 1; {name} = {cast('istack[itop]', t)}")
+
+    def type_of(self, name: str) -> type:
+        if name in self.kernel.locals:
+            return self.kernel.locals[name]
+        param = self.analysis.params.get(name)
+        if param is not None:
+            return dtypes.float32 if param.dtype is dtypes.float16 else param.dtype
+        return self.declared[name]
+
+    # ------------------------------------------------------------ statements
+
+    def write(self, stmts: list[ir.Stmt], out: SourceBuilder, replay: bool) -> None:
+        self.replay = replay
+        for s in stmts:
+            self.statement(s, out)
+
+    def statement(self, s: ir.Stmt, out: SourceBuilder) -> None:
+        out.comment(s.line, s.text)
+        getattr(self, "forward_" + type(s).__name__)(s, out)
+
+    def forward_Assign(self, s: ir.Assign, out: SourceBuilder) -> None:
+        if self.replay:
+            temps: dict = {}
+            self.stmt_temps[id(s)] = temps
+            value = self.materialize(s.value, out, temps)
+            if s.target in self.analysis.restored:
+                self.push(s.target, self.type_of(s.target), out)
+        else:
+            value = self.code(s.value)
+        out.line(f"{s.target} = {value}")
+
+    def forward_Store(self, s: ir.Store, out: SourceBuilder) -> None:
+        if self.replay:
+            return
+        value = self.code(s.value)
+        out.line(f"{s.array.param}[{self.index_code(s.indices)}] = {value}")
+
+    def forward_Atomic(self, s: ir.Atomic, out: SourceBuilder) -> None:
+        t = s.value.type
+        if self.replay:
+            # Atomics are not replayed, so their return value is unknown here (Warp: garbage).
+            if s.result:
+                if s.result in self.analysis.restored:
+                    self.push(s.result, t, out)
+                out.line(f"{s.result} = {zero(t)}")
+            return
+        ref, value = s.array.param, self.code(s.value)
+        idx = self.index_code(s.indices)
+        mode = classify_index(s.indices, self.kernel, self.analysis)
+        target = f"{s.result} = " if s.result else ""
+        if self.parallel and mode in (SCATTER, UNIFORM):
+            helper = f"rt_atomic_{s.op}"
+            self.runtime.add(helper)
+            out.line(f"{target}{helper}({ref}, ({idx},), {value})")
+            return
+        if s.result:
+            out.line(f"{s.result} = {ref}[{idx}]")
+        if s.op in ("add", "sub"):
+            out.line(f"{ref}[{idx}] {'+' if s.op == 'add' else '-'}= {value}")
+        else:
+            out.line(f"{ref}[{idx}] = {s.op}({ref}[{idx}], {value})")
+
+    def forward_If(self, s: ir.If, out: SourceBuilder) -> None:
+        if not self.replay:
+            with out.block(f"if {self.code(s.cond)}:"):
+                self.write(s.body, out, False)
+            if s.orelse:
+                with out.block("else:"):
+                    self.write(s.orelse, out, False)
+            return
+        cond = self.declare(f"cond_{self.counter_next()}", dtypes.bool_)
+        self.aux[id(s)] = {"cond": cond}
+        out.line(f"{cond} = {self.code(s.cond)}")
+        with out.block(f"if {cond}:"):
+            self.write(s.body, out, True)
+        if s.orelse:
+            with out.block("else:"):
+                self.write(s.orelse, out, True)
+        if self.analysis.is_in_loop(s):
+            self.push(cond, dtypes.bool_, out)
+
+    def counter_next(self) -> int:
+        self.counter += 1
+        return self.counter
+
+    def exit_check(self, flags: tuple[str, ...], out: SourceBuilder) -> None:
+        if flags:
+            out.line(f"if {' or '.join(flags)}: break")
+
+    def forward_For(self, s: ir.For, out: SourceBuilder) -> None:
+        n = self.counter_next()
+        counter = f"it_{n}"
+        if not self.replay:
+            bounds = ", ".join(self.code(e) for e in (s.start, s.stop, s.step))
+            with out.block(f"for {counter} in range({bounds}):"):
+                out.line(f"{s.var} = int32({counter})")
+                self.write(s.body, out, False)
+                self.exit_check(s.exit_flags, out)
+            return
+        names = {k: self.declare(f"{k}_{n}", dtypes.int32) for k in ("start", "stop", "step")}
+        trip = self.declare(f"trip_{n}", dtypes.int32)
+        self.aux[id(s)] = {**names, "trip": trip}
+        for key, e in (("start", s.start), ("stop", s.stop), ("step", s.step)):
+            out.line(f"{names[key]} = {self.code(e)}")
+        if s.var in self.analysis.restored:
+            self.push(s.var, dtypes.int32, out)
+        out.line(f"{trip} = int32(0)")
+        with out.block(f"for {counter} in range({names['start']}, {names['stop']}, "
+                       f"{names['step']}):"):
+            out.line(f"{s.var} = int32({counter}); {trip} += int32(1)")
+            self.write(s.body, out, True)
+            self.exit_check(s.exit_flags, out)
+        if self.analysis.is_in_loop(s):
+            for key in ("start", "step"):
+                self.push(names[key], dtypes.int32, out)
+            self.push(trip, dtypes.int32, out)
+
+    def forward_While(self, s: ir.While, out: SourceBuilder) -> None:
+        if not self.replay:
+            with out.block(f"while {self.code(s.cond)}:"):
+                self.write(s.body, out, False)
+                self.exit_check(s.exit_flags, out)
+            return
+        trip = self.declare(f"trip_{self.counter_next()}", dtypes.int32)
+        self.aux[id(s)] = {"trip": trip}
+        out.line(f"{trip} = int32(0)")
+        with out.block(f"while {self.code(s.cond)}:"):
+            out.line(f"{trip} += int32(1)")
+            self.write(s.body, out, True)
+            self.exit_check(s.exit_flags, out)
+        if self.analysis.is_in_loop(s):
+            self.push(trip, dtypes.int32, out)
+
+    def forward_Print(self, s: ir.Print, out: SourceBuilder) -> None:
+        if not self.replay:
+            out.line(f"print({', '.join(self.code(v) for v in s.values)})")

@@ -1,0 +1,102 @@
+"""Turn ``break``, ``continue``, ``return`` and inlined-function regions into flags and guards.
+
+After this pass the IR has only straight-line statements, ``If``, ``For`` and ``While``: each
+exit sets a bool flag, the rest of the enclosing block runs under ``if not flag``, and loops end
+early through their ``exit_flags``. With no jumps left, reversing the code is mechanical, which
+is what makes gradients through ``break``/``continue``/``return`` exact.
+"""
+
+from __future__ import annotations
+
+from .. import dtypes
+from ..frontend import ir
+from ..ops import registry
+
+
+def _flag(kind: str, ident: int) -> str:
+    return f"flag_{kind}{ident}"
+
+
+class _Structurer:
+    def __init__(self, locals_: dict[str, type]):
+        self.locals = locals_
+        self.not_ = registry.lookup("logical_not")[0]
+
+    def declare(self, name: str) -> str:
+        self.locals[name] = dtypes.bool_
+        return name
+
+    def set_flag(self, name: str, value: bool, like: ir.Stmt) -> ir.Assign:
+        return ir.Assign(line=like.line, text=like.text, target=self.declare(name),
+                         value=ir.Const(dtypes.bool_, value))
+
+    def none_set(self, flags: set[str]) -> ir.Expr:
+        names = sorted(flags)
+        any_set: ir.Expr = ir.Var(dtypes.bool_, names[0]) if len(names) == 1 else ir.BoolOp(
+            dtypes.bool_, "or", tuple(ir.Var(dtypes.bool_, n) for n in names))
+        return ir.Call(dtypes.bool_, self.not_, (any_set,))
+
+    def block(self, stmts: list[ir.Stmt]) -> tuple[list[ir.Stmt], set[str]]:
+        out: list[ir.Stmt] = []
+        raised: set[str] = set()
+        for idx, s in enumerate(stmts):
+            new, flags = self.one(s)
+            out.extend(new)
+            raised |= flags
+            rest = stmts[idx + 1:]
+            if flags and rest:
+                lowered_rest, rest_flags = self.block(rest)
+                raised |= rest_flags
+                if lowered_rest:
+                    out.append(ir.If(line=rest[0].line, text=rest[0].text,
+                                     cond=self.none_set(flags), body=lowered_rest, orelse=[]))
+                return out, raised
+        return out, raised
+
+    def one(self, s: ir.Stmt) -> tuple[list[ir.Stmt], set[str]]:
+        if isinstance(s, ir.Break):
+            name = _flag("brk", s.loop_id)
+            return [self.set_flag(name, True, s)], {name}
+        if isinstance(s, ir.Continue):
+            name = _flag("cnt", s.loop_id)
+            return [self.set_flag(name, True, s)], {name}
+        if isinstance(s, ir.Return):
+            name = _flag("ret", s.region)
+            return [self.set_flag(name, True, s)], {name}
+        if isinstance(s, ir.If):
+            body, f1 = self.block(s.body)
+            orelse, f2 = self.block(s.orelse)
+            return [ir.If(line=s.line, text=s.text, cond=s.cond, body=body, orelse=orelse)], f1 | f2
+        if isinstance(s, (ir.For, ir.While)):
+            return self.loop(s)
+        if isinstance(s, ir.Region):
+            body, flags = self.block(s.body)
+            own = _flag("ret", s.region)
+            pre = [self.set_flag(own, False, s)] if own in flags else []
+            return pre + body, flags - {own}
+        return [s], set()
+
+    def loop(self, s: ir.For | ir.While) -> tuple[list[ir.Stmt], set[str]]:
+        body, flags = self.block(s.body)
+        brk, cnt = _flag("brk", s.loop_id), _flag("cnt", s.loop_id)
+        if cnt in flags:
+            body = [self.set_flag(cnt, False, s)] + body
+        exits = tuple(sorted(flags - {cnt}))
+        pre = [self.set_flag(brk, False, s)] if brk in flags else []
+        if isinstance(s, ir.For):
+            new = ir.For(line=s.line, text=s.text, var=s.var, start=s.start, stop=s.stop,
+                         step=s.step, body=body, loop_id=s.loop_id, exit_flags=exits)
+        else:
+            new = ir.While(line=s.line, text=s.text, cond=s.cond, body=body, loop_id=s.loop_id,
+                           exit_flags=exits)
+        return pre + [new], flags - {brk, cnt}
+
+
+def structure(kernel: ir.KernelIR) -> list[ir.Stmt]:
+    """The kernel body with every exit lowered to flags; new flags are added to ``kernel.locals``."""
+    worker = _Structurer(kernel.locals)
+    body, flags = worker.block(kernel.body)
+    own = _flag("ret", 0)
+    if own in flags:
+        body = [worker.set_flag(own, False, body[0] if body else ir.Stmt())] + body
+    return body

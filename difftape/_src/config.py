@@ -1,0 +1,57 @@
+"""Global flags read at compile and launch time (``wp.config.<flag> = value``), named as in Warp.
+
+This module only holds values; the modules that read a flag decide what it means. Change flags by
+assignment before compiling: kernels compiled earlier keep the options they were built with.
+"""
+
+from __future__ import annotations
+
+import logging as _logging
+import os as _os
+
+# Levels for ``log_level``: the ``logging`` module's numbers (Warp exposes them as ``wp.LOG_*``).
+LOG_DEBUG = _logging.DEBUG
+LOG_INFO = _logging.INFO
+LOG_WARNING = _logging.WARNING
+LOG_ERROR = _logging.ERROR
+
+# Warn when a launch writes an array an earlier recorded launch read (SPEC §3). Off, as in Warp.
+verify_autograd_array_access: bool = False
+
+# Generate adjoint kernels; False compiles forward code only (launch(adjoint=True) then raises).
+enable_backward: bool = True
+
+# Static loops with at most this many iterations are unrolled, as Warp does.
+max_unroll: int = 16
+
+# "release", or "debug" for array bounds checks and non-finite checks on adjoints.
+mode: str = "release"
+
+# Print compile steps and cache hits.
+verbose: bool = False
+
+# Print the generated forward/adjoint source of every kernel when it is compiled.
+print_source: bool = False
+
+# Messages below this level are dropped; above LOG_WARNING silences gradient warnings too.
+log_level: int = LOG_INFO
+
+# Copying semantics for repeated writes to one vector/matrix component (SPEC §5.2).
+enable_vector_component_overwrites: bool = False
+
+# Bit-identical gradients between runs: accumulate in a fixed order, even when slower.
+deterministic: bool = False
+
+# How CPU launchers use threads: "serial", "parallel" (prange) or "auto" (by launch size).
+cpu_parallel: str = "serial"
+
+# With cpu_parallel="auto", launches with at least this many threads run in parallel.
+parallel_threshold: int = 50_000
+
+# Where compiled kernel modules are cached on disk.
+cache_dir: str = _os.environ.get("DIFFTAPE_CACHE_DIR") or _os.path.join(
+    _os.path.expanduser("~"), ".cache", "difftape"
+)
+
+# Let LLVM reassociate floating-point math (fastmath); changes results in the last bits.
+fast_math: bool = False

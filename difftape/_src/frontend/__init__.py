@@ -1,0 +1,1 @@
+"""Frontend: Python source → typed IR (parse, fence, resolve, type, lower)."""

@@ -1,0 +1,209 @@
+"""The typed intermediate representation that the frontend produces and codegen consumes.
+
+Expressions are trees of typed nodes; statements are structured (if/for/while, no goto).
+Codegen never looks at Python ``ast`` nodes, only at this IR. Nodes carry a ``line`` (user file
+line number) and ``text`` (the user's source line) for ``# L12:`` comments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# ---------------------------------------------------------------- expressions
+
+
+@dataclass(eq=False)
+class Expr:
+    type: type
+
+
+@dataclass(eq=False)
+class Const(Expr):
+    value: object
+    weak: bool = False  # a Python literal: takes the type of the value it is combined with
+
+
+@dataclass(eq=False)
+class Var(Expr):
+    name: str  # generated-code name of a local, scalar parameter or temporary
+
+
+@dataclass(eq=False)
+class ArrayRef:
+    """An array parameter, possibly viewed with leading indices already applied (``row = x[k]``)."""
+
+    param: str
+    dtype: type
+    ndim: int  # of the underlying parameter
+    prefix: tuple[Expr, ...] = ()
+
+    @property
+    def view_ndim(self) -> int:
+        return self.ndim - len(self.prefix)
+
+
+@dataclass(eq=False)
+class Load(Expr):
+    array: ArrayRef
+    indices: tuple[Expr, ...]  # full indices into the parameter (prefix included)
+
+
+@dataclass(eq=False)
+class Shape(Expr):
+    array: ArrayRef
+    axis: int  # axis of the underlying parameter
+
+
+@dataclass(eq=False)
+class Call(Expr):
+    builtin: object  # registry.Builtin
+    args: tuple[Expr, ...]
+
+
+@dataclass(eq=False)
+class Cast(Expr):
+    value: Expr
+
+
+@dataclass(eq=False)
+class BoolOp(Expr):
+    op: str  # "and" | "or"
+    values: tuple[Expr, ...]
+
+
+# ---------------------------------------------------------------- statements
+
+
+@dataclass(eq=False)
+class Stmt:
+    line: int = 0
+    text: str = ""
+
+
+@dataclass(eq=False)
+class Assign(Stmt):
+    target: str = ""
+    value: Expr | None = None
+
+
+@dataclass(eq=False)
+class Store(Stmt):
+    array: ArrayRef | None = None
+    indices: tuple[Expr, ...] = ()
+    value: Expr | None = None
+
+
+@dataclass(eq=False)
+class Atomic(Stmt):
+    op: str = "add"  # add | sub | min | max
+    array: ArrayRef | None = None
+    indices: tuple[Expr, ...] = ()
+    value: Expr | None = None
+    result: str | None = None  # local receiving the old value, if used
+
+
+@dataclass(eq=False)
+class If(Stmt):
+    cond: Expr | None = None
+    body: list[Stmt] = field(default_factory=list)
+    orelse: list[Stmt] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class For(Stmt):
+    var: str = ""
+    start: Expr | None = None
+    stop: Expr | None = None
+    step: Expr | None = None
+    body: list[Stmt] = field(default_factory=list)
+    loop_id: int = 0
+    exit_flags: tuple[str, ...] = ()  # flags that end the loop early (set by break/return lowering)
+
+
+@dataclass(eq=False)
+class While(Stmt):
+    cond: Expr | None = None
+    body: list[Stmt] = field(default_factory=list)
+    loop_id: int = 0
+    exit_flags: tuple[str, ...] = ()
+
+
+@dataclass(eq=False)
+class Break(Stmt):
+    loop_id: int = 0
+
+
+@dataclass(eq=False)
+class Continue(Stmt):
+    loop_id: int = 0
+
+
+@dataclass(eq=False)
+class Return(Stmt):
+    region: int = 0  # 0 = the kernel itself, else an inlined function call
+
+
+@dataclass(eq=False)
+class Region(Stmt):
+    """The inlined body of a ``@wp.func`` call; ``Return`` inside it leaves only this region."""
+
+    region: int = 0
+    body: list[Stmt] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Print(Stmt):
+    values: tuple[Expr, ...] = ()
+
+
+@dataclass(eq=False)
+class Param:
+    """A kernel parameter: an array (``dtype``/``ndim``) or a scalar of ``dtype``."""
+
+    name: str  # user's name
+    symbol: str  # generated-code name
+    dtype: type
+    is_array: bool
+    ndim: int = 0
+
+
+@dataclass(eq=False)
+class KernelIR:
+    name: str
+    params: list[Param]
+    body: list[Stmt]
+    locals: dict[str, type]  # every local and temporary the body assigns → its type
+    tid_vars: tuple[str, ...]  # locals bound by ``wp.tid()``, in dimension order (empty: no tid)
+    tid_flat: str | None = None  # local bound to the flat index when ``wp.tid()`` has one target
+    written_arrays: frozenset[str] = frozenset()  # params stored to (plain store)
+    read_arrays: frozenset[str] = frozenset()  # params loaded from
+
+
+def walk_stmts(stmts: list[Stmt]):
+    """Yield every statement in ``stmts``, recursively, parents before children."""
+    for s in stmts:
+        yield s
+        if isinstance(s, If):
+            yield from walk_stmts(s.body)
+            yield from walk_stmts(s.orelse)
+        elif isinstance(s, (For, While, Region)):
+            yield from walk_stmts(s.body)
+
+
+def walk_expr(e: Expr):
+    """Yield ``e`` and every sub-expression (array-reference prefixes included)."""
+    yield e
+    if isinstance(e, Load):
+        for sub in (*e.indices,):
+            yield from walk_expr(sub)
+    elif isinstance(e, Call):
+        for a in e.args:
+            yield from walk_expr(a)
+    elif isinstance(e, Cast):
+        yield from walk_expr(e.value)
+    elif isinstance(e, BoolOp):
+        for v in e.values:
+            yield from walk_expr(v)
+    elif isinstance(e, Shape):
+        for p in e.array.prefix:
+            yield from walk_expr(p)

@@ -1,0 +1,193 @@
+"""``@kernel`` and ``@func``: the user-facing objects, module options, and the per-variant compile cache.
+
+A Kernel lowers its Python source to IR once (on first use) and builds one compiled program per
+launch variant (rank, serial/parallel, debug). Launching and recording live in ``launch.py``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+import threading
+
+from . import config
+from .backends import cpu
+from .frontend import ir
+from .frontend.lower import lower_kernel
+from .frontend.source import ParsedSource, parse_function
+
+_module_options: dict[str, dict] = {}
+_DEFAULT_OPTIONS = ("enable_backward", "max_unroll", "fast_math", "mode")
+
+
+def _caller_module(depth: int = 2) -> str:
+    frame = sys._getframe(depth)
+    return frame.f_globals.get("__name__", "__main__")
+
+
+def set_module_options(options: dict, module: object = None) -> None:
+    """Set compile options (``enable_backward``, ``fast_math``, ``mode``…) for a module's kernels.
+
+    Args:
+        options: option names and values.
+        module: the module (or its name); defaults to the caller's module.
+    """
+    name = module if isinstance(module, str) else getattr(module, "__name__", None)
+    name = name or _caller_module()
+    module_options(name).update(options)
+
+
+def get_module_options(module: object = None) -> dict:
+    """The compile options of a module (defaults to the caller's), as set by set_module_options."""
+    name = module if isinstance(module, str) else getattr(module, "__name__", None)
+    return dict(module_options(name or _caller_module()))
+
+
+def module_options(name: str) -> dict:
+    """The live options dict of module ``name``; global config values are copied in on creation."""
+    if name not in _module_options:
+        _module_options[name] = {
+            "enable_backward": config.enable_backward,
+            "max_unroll": config.max_unroll,
+            "fast_math": config.fast_math,
+            "mode": config.mode,
+        }
+    return _module_options[name]
+
+
+class Function:
+    """A ``@wp.func``: inlined into the kernels that call it; callable from Python too."""
+
+    _difftape_function = True
+
+    def __init__(self, fn, key: str | None = None):
+        self.func = fn
+        self.key = key or fn.__name__
+        self.module = fn.__module__
+        self._parsed: ParsedSource | None = None
+        functools.update_wrapper(self, fn)
+
+    def parsed(self) -> ParsedSource:
+        if self._parsed is None:
+            self._parsed = parse_function(self.func)
+        return self._parsed
+
+    def __call__(self, *args, **kwargs):
+        return self.func(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<difftape function {self.key}>"
+
+
+class Kernel:
+    """A ``@wp.kernel``: launched with ``wp.launch``; differentiated by the Tape."""
+
+    def __init__(self, fn, key: str | None = None, options: dict | None = None,
+                 module: str | None = None):
+        self.func = fn
+        self.key = key or fn.__name__
+        self.options = dict(options or {})
+        self.module = module or fn.__module__
+        module_options(self.module)
+        self._ir: ir.KernelIR | None = None
+        self._programs: dict[tuple, cpu.CpuProgram] = {}
+        self._lock = threading.Lock()
+        functools.update_wrapper(self, fn)
+
+    # ------------------------------------------------------------ options
+
+    @property
+    def enable_backward(self) -> bool:
+        value = self.options.get("enable_backward")
+        if value is None:
+            value = module_options(self.module).get("enable_backward", True)
+        return bool(value)
+
+    def option(self, name: str):
+        value = self.options.get(name)
+        return module_options(self.module).get(name) if value is None else value
+
+    # ------------------------------------------------------------ compilation
+
+    @property
+    def ir(self) -> ir.KernelIR:
+        """The kernel's typed IR (lowered on first access; raises KernelError on bad source)."""
+        if self._ir is None:
+            self._ir = lower_kernel(self.func, self.key)
+        return self._ir
+
+    @property
+    def params(self) -> list[ir.Param]:
+        return self.ir.params
+
+    @property
+    def arity(self) -> int:
+        return len(inspect.signature(self.func).parameters)
+
+    def variant(self, rank: int, parallel: bool = False) -> cpu.Variant:
+        debug = self.option("mode") == "debug" or config.mode == "debug"
+        return cpu.Variant(rank=rank, parallel=parallel, debug=debug,
+                           fast_math=bool(self.option("fast_math")),
+                           backward=self.enable_backward)
+
+    def program(self, rank: int, parallel: bool = False) -> cpu.CpuProgram:
+        """The compiled program for launches of ``rank`` dimensions (built once, then cached)."""
+        variant = self.variant(rank, parallel)
+        key = (variant.rank, variant.parallel, variant.debug, variant.fast_math, variant.backward)
+        program = self._programs.get(key)
+        if program is None:
+            with self._lock:
+                program = self._programs.get(key)
+                if program is None:
+                    origin = f"{inspect.getsourcefile(self.func)}:{self.func.__code__.co_firstlineno}"
+                    program = cpu.build_program(self.ir, variant, origin)
+                    if config.print_source:
+                        print(program.source)
+                    self._programs[key] = program
+        return program
+
+    def source(self, device: str = "cpu", adjoint: bool = False, dim: int = 1,
+               parallel: bool = False) -> str:
+        """The generated Python module for this kernel (forward and adjoint functions).
+
+        Args:
+            device: only "cpu" is generated today.
+            adjoint: kept for Warp-style calls; the module holds both functions.
+            dim: number of launch dimensions to generate for.
+            parallel: generate the multi-threaded variant.
+        """
+        return cpu.generate_module(self.ir, self.variant(dim, parallel), self.key)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"kernel '{self.key}' cannot be called directly; launch it with "
+                           f"wp.launch({self.key}, dim, inputs=[...])")
+
+    def __repr__(self) -> str:
+        return f"<difftape kernel {self.key}>"
+
+
+def kernel(f=None, *, enable_backward: bool | None = None, module: object = None, **options):
+    """Decorator turning a Python function into a kernel (``@wp.kernel`` or ``@wp.kernel(...)``).
+
+    Args:
+        enable_backward: False skips adjoint generation (SPEC §4.4).
+        module: module whose options apply; defaults to the function's module.
+    """
+    if enable_backward is not None:
+        options["enable_backward"] = enable_backward
+
+    def wrap(fn):
+        mod = module if isinstance(module, str) else getattr(module, "__name__", None)
+        return Kernel(fn, options=options, module=mod)
+
+    return wrap(f) if f is not None else wrap
+
+
+def func(f=None, *, name: str | None = None):
+    """Decorator for functions callable from kernels (inlined at each call site)."""
+
+    def wrap(fn):
+        return Function(fn, key=name)
+
+    return wrap(f) if f is not None else wrap

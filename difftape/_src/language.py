@@ -1,0 +1,29 @@
+"""Kernel-language names that are not registry builtins: ``tid``, ``constant``, ``select``.
+
+Inside kernels the frontend recognises these objects (``_difftape_special``); from Python scope
+they behave as Warp's do (``constant`` returns its value, ``tid`` raises).
+"""
+
+from __future__ import annotations
+
+
+def _special(fn):
+    fn._difftape_special = True
+    return fn
+
+
+@_special
+def tid():
+    """The index of the current thread (``i = wp.tid()`` or ``i, j = wp.tid()``), inside kernels."""
+    raise RuntimeError("wp.tid() can only be called inside kernels")
+
+
+@_special
+def select(*args):
+    """Removed in Warp 1.10: use ``wp.where(cond, value_if_true, value_if_false)``."""
+    raise RuntimeError("wp.select() has been removed. Use wp.where(...)")
+
+
+def constant(x):
+    """Mark a module-level value as a compile-time constant for kernels (returns ``x``)."""
+    return x

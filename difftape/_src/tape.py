@@ -1,0 +1,169 @@
+"""The Tape: records launches and callbacks, then runs their adjoints in reverse (SPEC §1).
+
+It is plain Python: a list of records and scopes. Rendering (``visualize``) lives elsewhere.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from .errors import DiffTapeWarning, TapeError
+
+_active: Tape | None = None
+
+
+def active_tape() -> Tape | None:
+    """The tape currently capturing launches, if any (one per process, as in Warp)."""
+    return _active
+
+
+class Tape:
+    """Records kernel launches so ``backward()`` can compute gradients of everything they read.
+
+    Example:
+        >>> tape = wp.Tape()
+        >>> with tape:
+        ...     wp.launch(square, dim=3, inputs=[x, y])
+        >>> tape.backward(grads={y: wp.ones(3)})
+    """
+
+    def __init__(self):
+        self.gradients: dict = {}
+        self.launches: list = []
+        self.scopes: list = []
+        self.loss = None
+
+    # ------------------------------------------------------------ capture
+
+    def __enter__(self) -> Tape:
+        global _active
+        if _active is not None:
+            raise TapeError("Warp: Error, entering a tape while one is already active")
+        _active = self
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        global _active
+        if _active is None:
+            raise TapeError("Warp: Error, ended tape capture, but tape not present")
+        _active = None
+        return False
+
+    def record_launch(self, kernel, dim, max_blocks, inputs, outputs, device, block_dim=0,
+                      metadata=None) -> None:
+        """Append a launch record ``[kernel, dim, max_blocks, inputs, outputs, device, block_dim,
+        metadata]`` without running it (``dim`` is stored as given)."""
+        from .device import get_device
+
+        self.launches.append([kernel, dim, max_blocks, inputs, outputs, get_device(device),
+                              block_dim, metadata or {}])
+
+    def record_func(self, backward, arrays) -> None:
+        """Append a Python callback run (with no arguments) at its place in ``backward()``.
+
+        Args:
+            backward: callable accumulating into the inputs' ``.grad`` buffers.
+            arrays: arrays whose gradients ``zero()`` must clear; each needs a ``.grad``.
+        """
+        from .array import array
+
+        self.launches.append(backward)
+        for a in arrays:
+            if isinstance(a, array) and a.grad:
+                self.gradients[a] = a.grad
+            else:
+                raise TapeError(
+                    f"Array {a} is not of type wp.array or is missing a gradient array. Set "
+                    "array parameter requires_grad=True during instantiation.")
+
+    def record_scope_begin(self, scope_name: str, metadata: dict | None = None) -> None:
+        """Open a named scope (used by visualization)."""
+        self.scopes.append((len(self.launches), scope_name, metadata or {}))
+
+    def record_scope_end(self, remove_scope_if_empty: bool = True) -> None:
+        """Close the innermost open scope; an empty scope disappears unless told otherwise."""
+        depth = sum(1 if name is not None else -1 for _, name, _ in self.scopes)
+        if depth <= 0:
+            raise TapeError("Warp: Error, ended tape scope, but scope not present")
+        last = self.scopes[-1] if self.scopes else None
+        if remove_scope_if_empty and last is not None and last[1] is not None and \
+                last[0] == len(self.launches):
+            self.scopes.pop()
+        else:
+            self.scopes.append((len(self.launches), None, None))
+
+    # ------------------------------------------------------------ gradients
+
+    def get_adjoint(self, a):
+        """The adjoint passed for kernel argument ``a``: its ``.grad`` for arrays, else None."""
+        from .array import array
+
+        if isinstance(a, array):
+            if a.grad:
+                self.gradients[a] = a.grad
+                return a.grad
+            return None
+        struct_adjoint = getattr(a, "_difftape_adjoint", None)  # seam for @wp.struct
+        if struct_adjoint is not None:
+            return struct_adjoint(self)
+        return None
+
+    def backward(self, loss=None, grads: dict | None = None) -> None:
+        """Run every recorded adjoint in reverse order, accumulating into ``.grad`` buffers.
+
+        Args:
+            loss: a one-element array with ``requires_grad``; its gradient is set to 1.
+            grads: ``{array: seed}``; arrays without a ``.grad`` adopt ``seed`` as their gradient
+                buffer (Warp aliasing), others get ``seed`` copied in.
+        """
+        if loss:
+            if loss.size > 1 or getattr(loss.dtype, "_length", 1) > 1:
+                raise TapeError("Can only return gradients for scalar loss functions.")
+            if not loss.requires_grad:
+                raise TapeError("Scalar loss arrays should have requires_grad=True set before "
+                                "calling Tape.backward()")
+            loss.grad.fill_(1.0)
+        if grads:
+            for a, g in grads.items():
+                if a.grad is None:
+                    a.grad = g
+                else:
+                    a.grad.assign(g)
+        from .launch import run_adjoint
+
+        for record in reversed(self.launches):
+            if callable(record):
+                record()
+                continue
+            kernel, dim, _, inputs, outputs = record[:5]
+            if not self._backward_enabled(kernel):
+                continue
+            adjoints = [self.get_adjoint(a) for a in inputs] + \
+                       [self.get_adjoint(a) for a in outputs]
+            dims = (dim,) if isinstance(dim, int) else tuple(dim)
+            run_adjoint(kernel, dims, list(inputs) + list(outputs), adjoints)
+
+    @staticmethod
+    def _backward_enabled(kernel) -> bool:
+        if kernel.options.get("enable_backward") is False:
+            where = "is configured with the option 'enable_backward=False'"
+        elif kernel.options.get("enable_backward") is None and not kernel.enable_backward:
+            where = "is defined in a module with the option 'enable_backward=False' set"
+        else:
+            return True
+        warnings.warn(f"Running the tape backwards may produce incorrect gradients because "
+                      f"recorded kernel {kernel.key} {where}.", DiffTapeWarning, stacklevel=3)
+        return False
+
+    def zero(self) -> None:
+        """Zero every gradient buffer this tape has seen (after a backward or record_func)."""
+        for g in self.gradients.values():
+            zero_ = getattr(g, "zero_", None)
+            if zero_ is not None:
+                zero_()
+
+    def reset(self) -> None:
+        """Forget the recorded launches and scopes and zero the gradients (keeps ``gradients``)."""
+        self.launches = []
+        self.scopes = []
+        self.zero()
