@@ -151,8 +151,24 @@ def run_forward(kernel: Kernel, dims: tuple[int, ...], args: list) -> None:
     _write_back_staged(kernel, args, packed)
 
 
-def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: list) -> None:
-    """Run the adjoint of one launch: accumulate into input adjoints, consume output adjoints."""
+def inplace_snapshots(kernel: Kernel, args: list) -> dict[int, np.ndarray]:
+    """Copies of the arrays a kernel both reads and stores, taken before a recorded launch.
+
+    Their adjoint must see the values the forward read, not the ones it wrote (Warp differs:
+    SPEC §2.4 ``a[i] *= b[i]`` gives a wrong ``b.grad`` there).
+    """
+    inplace = kernel.ir.inplace_arrays
+    return {k: args[k]._data.copy() for k, p in enumerate(kernel.params)
+            if p.symbol in inplace and isinstance(args[k], array)}
+
+
+def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: list,
+                snapshots: dict[int, np.ndarray] | None = None) -> None:
+    """Run the adjoint of one launch: accumulate into input adjoints, consume output adjoints.
+
+    ``snapshots`` holds pre-launch copies of in-place arrays; without them the current contents
+    are used (a manual adjoint launch). Either way the adjoint works on a private copy.
+    """
     if not kernel.enable_backward:
         raise LaunchError(f"Failed to find backward kernel '{kernel.key}' from module "
                           f"'{kernel.module}' for device 'cpu'")
@@ -164,6 +180,10 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
     total = int(np.prod(dims))
     _check_rank(kernel, dims)
     packed = pack_arguments(kernel, args)
+    for k, p in enumerate(kernel.params):
+        if p.symbol in kernel.ir.inplace_arrays:
+            source = (snapshots or {}).get(k, packed[k])
+            packed[k] = source.astype(packed[k].dtype, copy=True)
     buffers, has, consume, staged = pack_adjoints(kernel, args, adj_args)
     if total == 0:
         return
@@ -232,12 +252,16 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     if record_cmd:
         pack_arguments(kernel, args)
         return Launch(kernel, dims, inputs, outputs, resolved)
+    active = tape_module.active_tape() if record_tape else None
+    metadata = caller_metadata() if active is not None else None
     if adjoint:
         run_adjoint(kernel, dims, args, list(adj_inputs) + list(adj_outputs))
     else:
+        if active is not None and kernel.enable_backward:
+            snapshots = inplace_snapshots(kernel, args)
+            if snapshots:
+                metadata["inplace_snapshots"] = snapshots
         run_forward(kernel, dims, args)
-    active = tape_module.active_tape()
-    if active is not None and record_tape:
-        active.record_launch(kernel, dims, max_blocks, inputs, outputs, resolved, 1,
-                             caller_metadata())
+    if active is not None:
+        active.record_launch(kernel, dims, max_blocks, inputs, outputs, resolved, 1, metadata)
     return None

@@ -135,13 +135,14 @@ class Tape:
             if callable(record):
                 record()
                 continue
-            kernel, dim, _, inputs, outputs = record[:5]
+            kernel, dim, _, inputs, outputs, _, _, metadata = record
             if not self._backward_enabled(kernel):
                 continue
             adjoints = [self.get_adjoint(a) for a in inputs] + \
                        [self.get_adjoint(a) for a in outputs]
             dims = (dim,) if isinstance(dim, int) else tuple(dim)
-            run_adjoint(kernel, dims, list(inputs) + list(outputs), adjoints)
+            run_adjoint(kernel, dims, list(inputs) + list(outputs), adjoints,
+                        (metadata or {}).get("inplace_snapshots"))
 
     @staticmethod
     def _backward_enabled(kernel) -> bool:

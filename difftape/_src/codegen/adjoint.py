@@ -71,10 +71,17 @@ class AdjointWriter(ForwardWriter):
             self.backprop(s.value, g, out, temps, self.accumulate)
 
     def reverse_Store(self, s: ir.Store, out: SourceBuilder) -> None:
-        if not self.has_gradient(s.array):
+        p = s.array.param
+        inplace = p in self.kernel.inplace_arrays
+        if not self.has_gradient(s.array) and not inplace:
             return
         self.comment(s, out)
-        p = s.array.param
+        if inplace:
+            old = self.new_temp(s.value.type)
+            self.pop(old, s.value.type, out)
+            out.line(f"{p}[{self.index_code(s.indices)}] = {old}")
+        if not self.has_gradient(s.array):
+            return
         adj = naming.adjoint_array(p)
         t = s.value.type
         with out.block(f"if {naming.has_adjoint_flag(p)}:"):

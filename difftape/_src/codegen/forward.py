@@ -82,6 +82,12 @@ class ForwardWriter(ExprCoder):
 
     def forward_Store(self, s: ir.Store, out: SourceBuilder) -> None:
         if self.replay:
+            if s.array.param in self.kernel.inplace_arrays:
+                # The adjoint runs on a private copy of this array taken before the launch:
+                # replaying the store (and saving the old element) lets later reads see it.
+                target = f"{s.array.param}[{self.index_code(s.indices)}]"
+                self.push(target, s.value.type, out)
+                out.line(f"{target} = {self.code(s.value)}")
             return
         value = self.code(s.value)
         out.line(f"{s.array.param}[{self.index_code(s.indices)}] = {value}")

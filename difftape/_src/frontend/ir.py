@@ -177,6 +177,12 @@ class KernelIR:
     tid_flat: str | None = None  # local bound to the flat index when ``wp.tid()`` has one target
     written_arrays: frozenset[str] = frozenset()  # params stored to (plain store)
     read_arrays: frozenset[str] = frozenset()  # params loaded from
+    stored_arrays: frozenset[str] = frozenset()  # params written by plain (non-atomic) stores
+
+    @property
+    def inplace_arrays(self) -> frozenset[str]:
+        """Params both read and stored: the adjoint needs their contents from before the launch."""
+        return self.read_arrays & self.stored_arrays
 
 
 def walk_stmts(stmts: list[Stmt]):

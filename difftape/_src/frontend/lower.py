@@ -33,6 +33,7 @@ class KernelContext:
     counters: dict[str, int] = field(default_factory=dict)
     read_arrays: set[str] = field(default_factory=set)
     written_arrays: set[str] = field(default_factory=set)
+    stored_arrays: set[str] = field(default_factory=set)
     tid_vars: tuple[str, ...] = ()
     tid_flat: str | None = None
     call_stack: list[str] = field(default_factory=list)
@@ -236,6 +237,7 @@ class Lowerer(ExpressionTyper):
         ref, indices = self.store_target(target)
         value = self.coerce_to(target, value, compute_type(ref.dtype), "the array element")
         self.ctx.written_arrays.add(ref.param)
+        self.ctx.stored_arrays.add(ref.param)
         self.emit(ir.Store(array=ref, indices=indices, value=value))
 
     # ------------------------------------------------------------ thread index
@@ -542,5 +544,5 @@ def lower_kernel(fn, key: str) -> ir.KernelIR:
     return ir.KernelIR(
         name=key, params=params, body=body, locals=ctx.locals, tid_vars=ctx.tid_vars,
         tid_flat=ctx.tid_flat, written_arrays=frozenset(ctx.written_arrays),
-        read_arrays=frozenset(ctx.read_arrays),
+        read_arrays=frozenset(ctx.read_arrays), stored_arrays=frozenset(ctx.stored_arrays),
     )

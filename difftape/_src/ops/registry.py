@@ -98,7 +98,10 @@ class Builtin:
         return fn
 
     def __call__(self, *args):
-        return self.forward(*args)
+        """Python-scope call (``wp.sin(0.5)``): the record of this key matching the argument types."""
+        types_ = tuple(_python_type(a) for a in args)
+        found = resolve(self.key, types_) if None not in types_ else None
+        return (found[0] if found else self).forward(*args)
 
     def __repr__(self) -> str:
         return f"<difftape builtin {self.key}>"
@@ -109,6 +112,17 @@ class Builtin:
             if result is not None:
                 return result
         return None
+
+
+def _python_type(value: object) -> type | None:
+    """The kernel type a Python-scope argument would have (Python float → float64, int → int64)."""
+    if isinstance(value, bool):
+        return dtypes.bool_
+    if isinstance(value, int):
+        return dtypes.int64
+    if isinstance(value, float):
+        return dtypes.float64
+    return dtypes.normalize_dtype(getattr(value, "dtype", None)) if hasattr(value, "dtype") else None
 
 
 _REGISTRY: dict[str, list[Builtin]] = {}

@@ -103,7 +103,9 @@ def adj_clamp(x, lo, hi, ret, adj_ret):
          reference=np.abs)
 def abs(x):  # noqa: A001 - Warp's name
     """Return the absolute value of ``x``."""
-    return x if x > 0 else -x if x < 0 else x - x  # x - x: +0 of x's type, NaN for NaN
+    if x < 0:
+        return -x
+    return x - x if x == 0 else x  # +0.0 for -0.0, as C's fabs
 
 
 @abs.set_adjoint
