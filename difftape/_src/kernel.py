@@ -91,7 +91,8 @@ class Kernel:
         self.module = module or fn.__module__
         module_options(self.module)
         self._ir: ir.KernelIR | None = None
-        self._programs: dict[tuple, cpu.CpuProgram] = {}
+        self._programs: dict[tuple, cpu.CpuProgram] = {}  # by launch state (options included)
+        self._built: dict[tuple, cpu.CpuProgram] = {}  # by compiled variant
         self._lock = threading.Lock()
         functools.update_wrapper(self, fn)
 
@@ -133,18 +134,26 @@ class Kernel:
 
     def program(self, rank: int, parallel: bool = False) -> cpu.CpuProgram:
         """The compiled program for launches of ``rank`` dimensions (built once, then cached)."""
-        variant = self.variant(rank, parallel)
-        key = (variant.rank, variant.parallel, variant.debug, variant.fast_math, variant.backward)
-        program = self._programs.get(key)
+        module = module_options(self.module)
+        state = (rank, parallel, config.mode, module.get("mode"), module.get("fast_math"),
+                 module.get("enable_backward"))
+        program = self._programs.get(state)
         if program is None:
             with self._lock:
-                program = self._programs.get(key)
+                program = self._programs.get(state)
                 if program is None:
-                    origin = f"{inspect.getsourcefile(self.func)}:{self.func.__code__.co_firstlineno}"
-                    program = cpu.build_program(self.ir, variant, origin)
-                    if config.print_source:
-                        print(program.source)
-                    self._programs[key] = program
+                    program = self._build(self.variant(rank, parallel))
+                    self._programs[state] = program
+        return program
+
+    def _build(self, variant: cpu.Variant) -> cpu.CpuProgram:
+        key = (variant.rank, variant.parallel, variant.debug, variant.fast_math, variant.backward)
+        program = self._built.get(key)
+        if program is None:
+            program = cpu.build_program(self.ir, variant, self.origin())
+            if config.print_source:
+                print(program.source)
+            self._built[key] = program
         return program
 
     def source(self, device: str = "cpu", adjoint: bool = False, dim: int = 1,
@@ -157,7 +166,11 @@ class Kernel:
             dim: number of launch dimensions to generate for.
             parallel: generate the multi-threaded variant.
         """
-        return cpu.generate_module(self.ir, self.variant(dim, parallel), self.key)
+        return cpu.generate_module(self.ir, self.variant(dim, parallel), self.origin())
+
+    def origin(self) -> str:
+        """``file:line`` of the kernel's definition, written into its generated module."""
+        return f"{inspect.getsourcefile(self.func)}:{self.func.__code__.co_firstlineno}"
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(f"kernel '{self.key}' cannot be called directly; launch it with "

@@ -16,6 +16,8 @@ from . import tape as tape_module
 from .array import array
 from .backends.cpu import staging_dtype
 from .device import get_device
+
+_CPU = get_device("cpu")
 from .errors import InternalError, LaunchError, LaunchTypeError, LaunchValueError
 from .kernel import Kernel
 
@@ -71,55 +73,92 @@ def _scalar_arg(kernel: Kernel, param, position: int, value):
     return t._np(value)
 
 
-def pack_arguments(kernel: Kernel, args: list) -> list:
+class LaunchPlan:
+    """Per-kernel argument facts computed once, so each launch only compares and unwraps."""
+
+    def __init__(self, kernel: Kernel):
+        ir_ = kernel.ir
+        self.params = ir_.params
+        self.slots = [(p.is_array, p.dtype, p.ndim, staging_dtype(p.dtype)._np,
+                       staging_dtype(p.dtype).kind) for p in ir_.params]
+        self.arrays = [k for k, p in enumerate(ir_.params) if p.is_array]
+        self.written = [k for k in self.arrays if ir_.params[k].symbol in ir_.written_arrays]
+        self.inplace = [k for k in self.arrays if ir_.params[k].symbol in ir_.inplace_arrays]
+        self.float16 = [k for k in self.arrays if ir_.params[k].dtype is dtypes.float16]
+        self.differentiable = {k for k in self.arrays if dtypes.is_float(ir_.params[k].dtype)}
+        self.dummies = {k: np.empty((0,) * ir_.params[k].ndim,
+                                    dtypes.numpy_dtype(staging_dtype(ir_.params[k].dtype)))
+                        for k in self.arrays}
+        self.tid_rank = len(ir_.tid_vars)
+
+
+def plan_of(kernel: Kernel) -> LaunchPlan:
+    plan = kernel.__dict__.get("_launch_plan")
+    if plan is None:
+        plan = kernel._launch_plan = LaunchPlan(kernel)
+    return plan
+
+
+_SCALAR_OK = {"float": (float, int), "int": (int,), "uint": (int,), "bool": (bool,)}
+
+
+def pack_arguments(kernel: Kernel, args: list, plan: LaunchPlan | None = None) -> list:
     """Numba-ready arguments: numpy storage for arrays (float16 staged as float32), typed scalars."""
+    plan = plan or plan_of(kernel)
     packed = []
-    for position, (param, value) in enumerate(zip(kernel.params, args)):
-        if param.is_array:
-            data = _array_arg(kernel, param, position, value)
-            if param.dtype is dtypes.float16:
-                data = data.astype(np.float32)
-            packed.append(data)
+    for k, value in enumerate(args):
+        is_array, dtype, ndim, np_type, kind = plan.slots[k]
+        if is_array:
+            if not (value.__class__ is array and value.dtype is dtype and value.ndim == ndim
+                    and value.device.is_cpu and not value.is_annotation):
+                _array_arg(kernel, plan.params[k], k, value)  # raises the precise error
+            packed.append(value._data)
+        elif value.__class__ in _SCALAR_OK[kind] or isinstance(value, np.generic):
+            packed.append(np_type(value) if value.__class__ is not np_type else value)
+            if isinstance(value, np.generic):
+                _scalar_arg(kernel, plan.params[k], k, value)
         else:
-            packed.append(_scalar_arg(kernel, param, position, value))
+            packed.append(_scalar_arg(kernel, plan.params[k], k, value))
+    for k in plan.float16:
+        packed[k] = packed[k].astype(np.float32)
     return packed
 
 
-def _write_back_staged(kernel: Kernel, args: list, packed: list) -> None:
-    for param, value, data in zip(kernel.params, args, packed):
-        if param.is_array and param.dtype is dtypes.float16:
-            value._data[...] = data
-        if param.is_array and param.symbol in kernel.ir.written_arrays:
-            value._mark_written()
+def _write_back(plan: LaunchPlan, args: list, packed: list) -> None:
+    for k in plan.float16:
+        args[k]._data[...] = packed[k]
+    for k in plan.written:
+        args[k]._mark_written()
 
 
-def pack_adjoints(kernel: Kernel, args: list, adj_args: list) -> tuple[list, list, list, list]:
+def pack_adjoints(kernel: Kernel, args: list, adj_args: list,
+                  plan: LaunchPlan | None = None) -> tuple[list, list, list, list]:
     """Adjoint buffers per array parameter: explicit entry, else the array's own ``.grad``.
 
     Returns (buffers, has-adjoint flags, consume flags, float16 write-backs). Only an array's
     own ``.grad`` is consumed by stores (final write wins), and never with ``retain_grad``.
     """
+    plan = plan or plan_of(kernel)
     buffers, has, consume, staged = [], [], [], []
-    for position, (param, value, adj) in enumerate(zip(kernel.params, args, adj_args)):
-        if not param.is_array:
-            continue
-        if adj is not None:
-            _array_arg(kernel, param, position, adj, what="adjoint argument")
-        grad = adj if adj is not None else value.grad
-        usable = grad is not None and dtypes.is_float(param.dtype) and grad.size > 0
-        if not usable:
-            np_type = dtypes.numpy_dtype(staging_dtype(param.dtype))
-            buffers.append(np.empty((0,) * param.ndim, np_type))
+    for k in plan.arrays:
+        value, adj = args[k], adj_args[k]
+        if adj is not None and adj.__class__ is not array:
+            _array_arg(kernel, plan.params[k], k, adj, what="adjoint argument")
+        grad = adj if adj is not None else value._grad
+        if grad is None or k not in plan.differentiable or grad.size == 0:
+            buffers.append(plan.dummies[k])
             has.append(False)
             consume.append(False)
             continue
+        if adj is not None and (adj.dtype is not value.dtype or adj.ndim != value.ndim):
+            _array_arg(kernel, plan.params[k], k, adj, what="adjoint argument")
         data = grad._data
-        if param.dtype is dtypes.float16:
+        if k in plan.float16:
             staged.append((grad, data.astype(np.float32)))
             data = staged[-1][1]
         buffers.append(data)
         has.append(True)
-        consume.append(grad is value.grad and not value.retain_grad)
+        consume.append(grad is value._grad and not value._retain_grad)
         grad._mark_written()
     return buffers, has, consume, staged
 
@@ -138,17 +177,33 @@ def _call(kernel: Kernel, fn, args: list, direction: str, path: str):
             f"({direction}); this is a difftape bug. Generated file: {path}\n{err}") from err
 
 
+def _total(dims: tuple[int, ...]) -> int:
+    total = 1
+    for d in dims:
+        total *= d
+    return total
+
+
+def _prepare(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...]):
+    if plan.tid_rank and plan.tid_rank != len(dims):
+        raise LaunchValueError(f"launch({kernel.key}): the kernel unpacks wp.tid() into "
+                               f"{plan.tid_rank} indices, but dim {dims} has {len(dims)} "
+                               "dimension(s)")
+    total = _total(dims)
+    parallel = _use_parallel(total)
+    lead = [min(dims[0], numba.get_num_threads() * 4)] if parallel else []
+    return total, parallel, lead
+
+
 def run_forward(kernel: Kernel, dims: tuple[int, ...], args: list) -> None:
-    total = int(np.prod(dims))
-    _check_rank(kernel, dims)
-    packed = pack_arguments(kernel, args)
+    plan = plan_of(kernel)
+    total, parallel, lead = _prepare(kernel, plan, dims)
+    packed = pack_arguments(kernel, args, plan)
     if total == 0:
         return
-    parallel = _use_parallel(total)
     program = kernel.program(len(dims), parallel)
-    lead = [min(dims[0], numba.get_num_threads() * 4)] if parallel else []
     _call(kernel, program.forward, lead + list(dims) + packed, "forward", program.path)
-    _write_back_staged(kernel, args, packed)
+    _write_back(plan, args, packed)
 
 
 def inplace_snapshots(kernel: Kernel, args: list) -> dict[int, np.ndarray]:
@@ -157,9 +212,7 @@ def inplace_snapshots(kernel: Kernel, args: list) -> dict[int, np.ndarray]:
     Their adjoint must see the values the forward read, not the ones it wrote (Warp differs:
     SPEC §2.4 ``a[i] *= b[i]`` gives a wrong ``b.grad`` there).
     """
-    inplace = kernel.ir.inplace_arrays
-    return {k: args[k]._data.copy() for k, p in enumerate(kernel.params)
-            if p.symbol in inplace and isinstance(args[k], array)}
+    return {k: args[k]._data.copy() for k in plan_of(kernel).inplace}
 
 
 def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: list,
@@ -177,30 +230,20 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
             f"launch({kernel.key}, adjoint=True): adj_inputs + adj_outputs must hold one entry "
             f"per kernel parameter ({len(args)}), got {len(adj_args)}; use None to fall back to "
             "an array's own .grad")
-    total = int(np.prod(dims))
-    _check_rank(kernel, dims)
-    packed = pack_arguments(kernel, args)
-    for k, p in enumerate(kernel.params):
-        if p.symbol in kernel.ir.inplace_arrays:
-            source = (snapshots or {}).get(k, packed[k])
-            packed[k] = source.astype(packed[k].dtype, copy=True)
-    buffers, has, consume, staged = pack_adjoints(kernel, args, adj_args)
+    plan = plan_of(kernel)
+    total, parallel, lead = _prepare(kernel, plan, dims)
+    packed = pack_arguments(kernel, args, plan)
+    for k in plan.inplace:
+        source = (snapshots or {}).get(k, packed[k])
+        packed[k] = source.astype(packed[k].dtype, copy=True)
+    buffers, has, consume, staged = pack_adjoints(kernel, args, adj_args, plan)
     if total == 0:
         return
-    parallel = _use_parallel(total)
     program = kernel.program(len(dims), parallel)
-    lead = [min(dims[0], numba.get_num_threads() * 4)] if parallel else []
     _call(kernel, program.adjoint, lead + list(dims) + packed + buffers + has + consume,
           "adjoint", program.path)
     for grad, data in staged:
         grad._data[...] = data
-
-
-def _check_rank(kernel: Kernel, dims: tuple[int, ...]) -> None:
-    n = len(kernel.ir.tid_vars)
-    if n and n != len(dims):
-        raise LaunchValueError(f"launch({kernel.key}): the kernel unpacks wp.tid() into {n} "
-                               f"indices, but dim {dims} has {len(dims)} dimension(s)")
 
 
 class Launch:
@@ -243,7 +286,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
         raise LaunchTypeError(f"launch(): the first argument must be a @wp.kernel, got "
                               f"{type(kernel).__name__}")
     dims = normalize_dim(kernel.key, dim)
-    resolved = get_device(device)
+    resolved = _CPU if device is None or device == "cpu" else get_device(device)
     args = list(inputs) + list(outputs)
     arity = len(kernel.params)
     if len(args) != arity:
@@ -257,7 +300,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     if adjoint:
         run_adjoint(kernel, dims, args, list(adj_inputs) + list(adj_outputs))
     else:
-        if active is not None and kernel.enable_backward:
+        if active is not None and plan_of(kernel).inplace and kernel.enable_backward:
             snapshots = inplace_snapshots(kernel, args)
             if snapshots:
                 metadata["inplace_snapshots"] = snapshots

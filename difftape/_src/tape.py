@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import warnings
 
+from .array import array
+from .device import Device, get_device
 from .errors import DiffTapeWarning, TapeError
 
 _active: Tape | None = None
@@ -53,10 +55,10 @@ class Tape:
                       metadata=None) -> None:
         """Append a launch record ``[kernel, dim, max_blocks, inputs, outputs, device, block_dim,
         metadata]`` without running it (``dim`` is stored as given)."""
-        from .device import get_device
-
-        self.launches.append([kernel, dim, max_blocks, inputs, outputs, get_device(device),
-                              block_dim, metadata or {}])
+        if not isinstance(device, Device):
+            device = get_device(device)
+        self.launches.append([kernel, dim, max_blocks, inputs, outputs, device, block_dim,
+                              metadata or {}])
 
     def record_func(self, backward, arrays) -> None:
         """Append a Python callback run (with no arguments) at its place in ``backward()``.
@@ -65,8 +67,6 @@ class Tape:
             backward: callable accumulating into the inputs' ``.grad`` buffers.
             arrays: arrays whose gradients ``zero()`` must clear; each needs a ``.grad``.
         """
-        from .array import array
-
         self.launches.append(backward)
         for a in arrays:
             if isinstance(a, array) and a.grad:
@@ -96,10 +96,8 @@ class Tape:
 
     def get_adjoint(self, a):
         """The adjoint passed for kernel argument ``a``: its ``.grad`` for arrays, else None."""
-        from .array import array
-
         if isinstance(a, array):
-            if a.grad:
+            if a._grad is not None and a._grad:
                 self.gradients[a] = a.grad
                 return a.grad
             return None

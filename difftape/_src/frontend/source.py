@@ -63,8 +63,18 @@ def parse_function(fn) -> ParsedSource:
     dedented = textwrap.dedent(raw)
     first_code = next((ln for ln in lines if ln.strip()), "")
     indent = len(first_code) - len(first_code.lstrip())
-    module = ast.parse(dedented)
-    tree = next(n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    try:
+        module = ast.parse(dedented)
+    except SyntaxError:
+        module = ast.parse("")
+    tree = next((n for n in module.body
+                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == fn.__name__),
+                None)
+    if tree is None:
+        raise KernelSyntaxError(
+            f"cannot find the source of '{fn.__qualname__}' in {filename}: kernels and functions "
+            "must be defined with def in a file or notebook cell (not exec() of a string)",
+            kernel=fn.__name__)
     if isinstance(tree, ast.AsyncFunctionDef):
         raise KernelSyntaxError("async functions cannot be kernels", kernel=fn.__name__)
     linecache.checkcache(filename)
