@@ -74,6 +74,7 @@ from difftape._src.config import LOG_DEBUG as LOG_DEBUG
 from difftape._src.config import LOG_ERROR as LOG_ERROR
 from difftape._src.config import LOG_INFO as LOG_INFO
 from difftape._src.config import LOG_WARNING as LOG_WARNING
+from difftape._src.errors import ArrayIndexError as ArrayIndexError
 from difftape._src.errors import DiffTapeError as DiffTapeError
 from difftape._src.errors import DiffTapeWarning as DiffTapeWarning
 from difftape._src.errors import InternalError as InternalError

@@ -91,6 +91,10 @@ class LaunchValueError(DiffTapeError, ValueError, RuntimeError):
     """A launch argument with a bad value (shape, dim)."""
 
 
+class ArrayIndexError(DiffTapeError, IndexError):
+    """An out-of-bounds array index inside a kernel, caught in debug mode."""
+
+
 class TapeError(DiffTapeError, RuntimeError):
     """Misuse of a Tape: nested capture, non-scalar loss, missing gradients."""
 

@@ -18,7 +18,13 @@ from .backends.cpu import staging_dtype
 from .device import get_device
 
 _CPU = get_device("cpu")
-from .errors import InternalError, LaunchError, LaunchTypeError, LaunchValueError
+from .errors import (
+    ArrayIndexError,
+    InternalError,
+    LaunchError,
+    LaunchTypeError,
+    LaunchValueError,
+)
 from .kernel import Kernel
 
 
@@ -171,10 +177,22 @@ def _use_parallel(total: int) -> bool:
 def _call(kernel: Kernel, fn, args: list, direction: str, path: str):
     try:
         return fn(*args)
+    except IndexError as err:
+        if len(err.args) == 4 and isinstance(err.args[0], str) and err.args[0].count("|") == 4:
+            raise _index_error(err.args, direction) from None
+        raise
     except numba.core.errors.NumbaError as err:
         raise InternalError(
             f"difftape generated code that Numba could not compile for kernel '{kernel.key}' "
             f"({direction}); this is a difftape bug. Generated file: {path}\n{err}") from err
+
+
+def _index_error(args: tuple, direction: str) -> ArrayIndexError:
+    where, index, axis, size = args
+    kernel, filename, line, text, array_name = where.split("|")
+    return ArrayIndexError(
+        f"in kernel '{kernel}' ({direction}): index {index} is out of bounds for axis {axis} of "
+        f"array '{array_name}' with size {size}\n  File \"{filename}\", line {line}\n    {text}")
 
 
 def _total(dims: tuple[int, ...]) -> int:

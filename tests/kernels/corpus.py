@@ -162,9 +162,16 @@ def builtin_pow_sqrt(x: wp.array(dtype=wp.float64), w: wp.array(dtype=wp.float64
     y[i] = wp.pow(a, 2.5) + a ** 3.0 + a ** w[i] + a ** 2 + wp.sqrt(a) * wp.cbrt(w[i] + 2.0)
 
 
-@case(make=lambda r: {"x": away_from(r, -2, 2, [-0.5, 0.5, 0.0]),
-                      "w": away_from(r, -2, 2, [0.0]), "y": zeros()},
-      inputs=("x", "w"), outputs=("y",))
+def _min_max_clamp_data(r):
+    for _ in range(1000):
+        x, w = uniform(r, -2, 2), uniform(r, -2, 2)
+        margins = [x - w, x * x - w, w - 0.25 * x, x - 0.5, x + 0.5]
+        if all(np.abs(m).min() > 1e-2 for m in margins):
+            return {"x": x, "w": w, "y": zeros()}
+    raise AssertionError("no data away from ties")
+
+
+@case(make=_min_max_clamp_data, inputs=("x", "w"), outputs=("y",))
 @wp.kernel
 def builtin_min_max_clamp(x: wp.array(dtype=wp.float64), w: wp.array(dtype=wp.float64),
                           y: wp.array(dtype=wp.float64)):
@@ -176,7 +183,7 @@ def builtin_min_max_clamp(x: wp.array(dtype=wp.float64), w: wp.array(dtype=wp.fl
             + wp.clamp(a, -0.5, 0.5) * 5.0)
 
 
-@case(make=lambda r: {"x": away_from(r, -2, 2, [0.0]), "y": zeros()},
+@case(make=lambda r: {"x": away_from(r, -2, 2, [-1.0, 0.0, 1.0]), "y": zeros()},
       inputs=("x",), outputs=("y",))
 @wp.kernel
 def builtin_abs_sign(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
@@ -584,10 +591,15 @@ def atomic_add_sub(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64),
 
 
 def _min_max_data(r):
-    x = uniform(r, -2, 2, 12)
-    while len(np.unique(np.round(x, 3))) < 12:  # no ties
+    i = np.arange(12)
+    for _ in range(1000):
         x = uniform(r, -2, 2, 12)
-    return {"x": x, "lo": np.full(3, 10.0), "hi": np.full(3, -10.0)}
+        gaps = [np.abs(np.diff(np.sort(v[i % 3 == g]))).min() for v in [2 * x] for g in range(3)]
+        gaps += [np.abs(np.diff(np.sort(v[i // 4 == g]))).min() for v in [np.sin(x)]
+                 for g in range(3)]
+        if min(gaps) > 1e-2:  # no ties inside one atomic target
+            return {"x": x, "lo": np.full(3, 10.0), "hi": np.full(3, -10.0)}
+    raise AssertionError("no data without ties")
 
 
 @case(make=_min_max_data, inputs=("x",), outputs=("lo", "hi"), dim=12, scatter=True)

@@ -95,7 +95,7 @@ def _scalar_param_copies(kernel: ir.KernelIR, body: list[ir.Stmt]) -> set[str]:
 def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint: bool):
     analysis = analyze(body, kernel)
     writer_cls = AdjointWriter if adjoint else ForwardWriter
-    writer = writer_cls(kernel, analysis, variant.parallel)
+    writer = writer_cls(kernel, analysis, variant.parallel, variant.debug)
     inner = SourceBuilder()
     if adjoint:
         inner.line("# replay: recompute the forward values, saving what later code overwrites")

@@ -20,6 +20,14 @@ def rt_grow(stack):
     return bigger
 
 
+@njit(cache=True)
+def rt_check_index(i, size, axis, where):
+    """Debug-mode bounds check: ``i`` if ``0 <= i < size``, else IndexError(where, i, axis, size)."""
+    if i < 0 or i >= size:
+        raise IndexError(where, i, axis, size)
+    return i
+
+
 def _atomic(float_op: str, int_op: str):
     @intrinsic
     def atomic(typingctx, arr, idx, val):

@@ -22,6 +22,7 @@ class AdjointWriter(ForwardWriter):
 
     def reverse(self, stmts: list[ir.Stmt], out: SourceBuilder) -> None:
         for s in reversed(stmts):
+            self.site = s
             getattr(self, "reverse_" + type(s).__name__)(s, out)
 
     def comment(self, s: ir.Stmt, out: SourceBuilder) -> None:
@@ -41,7 +42,7 @@ class AdjointWriter(ForwardWriter):
         if not dtypes.is_float(ref.dtype):
             return
         p = ref.param
-        idx = self.index_code(indices, temps)
+        idx = self.index_code(indices, temps, ref)
         flag, adj = naming.has_adjoint_flag(p), naming.adjoint_array(p)
         if self.parallel and classify_index(indices, self.kernel, self.analysis) != PRIVATE:
             self.runtime.add("rt_atomic_add")
@@ -79,14 +80,14 @@ class AdjointWriter(ForwardWriter):
         if inplace:
             old = self.new_temp(s.value.type)
             self.pop(old, s.value.type, out)
-            out.line(f"{p}[{self.index_code(s.indices)}] = {old}")
+            out.line(f"{p}[{self.index_code(s.indices, ref=s.array)}] = {old}")
         if not self.has_gradient(s.array):
             return
         adj = naming.adjoint_array(p)
         t = s.value.type
         with out.block(f"if {naming.has_adjoint_flag(p)}:"):
             temps: dict = {}
-            idx = self.index_code(s.indices, temps)
+            idx = self.index_code(s.indices, temps, s.array)
             g = self.new_temp(t)
             out.line(f"{g} = {adj}[{idx}]")
             out.line(f"if {naming.consume_flag(p)}: {adj}[{idx}] = {zero(t)}")
@@ -109,7 +110,7 @@ class AdjointWriter(ForwardWriter):
         with out.block(f"if {naming.has_adjoint_flag(p)}:"):
             temps: dict = {}
             value = self.materialize(s.value, out, temps)
-            idx = self.index_code(s.indices, temps)
+            idx = self.index_code(s.indices, temps, s.array)
             g = self.new_temp(t)
             sign = "-" if s.op == "sub" else ""
             out.line(f"{g} = {sign}{naming.adjoint_array(p)}[{idx}]")

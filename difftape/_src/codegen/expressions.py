@@ -24,11 +24,14 @@ _COMPARE = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="
 class ExprCoder:
     """Shared by the forward and adjoint writers: naming of temporaries and expression spelling."""
 
-    def __init__(self, kernel: ir.KernelIR, analysis: Analysis):
+    def __init__(self, kernel: ir.KernelIR, analysis: Analysis, debug: bool = False):
         self.kernel = kernel
         self.analysis = analysis
+        self.debug = debug  # bounds-check every array index (mode="debug")
+        self.site: ir.Stmt | None = None  # statement being emitted, for debug messages
         self.declared: dict[str, type] = {}
         self.symbols: set[str] = set()  # builtin symbols the module must import
+        self.runtime: set[str] = set()  # runtime helpers the module must import
         self.counter = 0
 
     def declare(self, name: str, t: type) -> str:
@@ -42,11 +45,20 @@ class ExprCoder:
     # ------------------------------------------------------------ spelling
 
     def load_code(self, ref: ir.ArrayRef, indices: tuple[ir.Expr, ...], temps=None) -> str:
-        idx = ", ".join(self.code(i, temps) for i in indices)
-        return f"{ref.param}[{idx}]"  # float16 arrays reach kernels as float32 staging copies
+        # float16 arrays reach kernels as float32 staging copies, so no conversion here.
+        return f"{ref.param}[{self.index_code(indices, temps, ref)}]"
 
-    def index_code(self, indices: tuple[ir.Expr, ...], temps=None) -> str:
-        return ", ".join(self.code(i, temps) for i in indices)
+    def index_code(self, indices: tuple[ir.Expr, ...], temps=None,
+                   ref: ir.ArrayRef | None = None) -> str:
+        codes = [self.code(i, temps) for i in indices]
+        if self.debug and ref is not None:
+            site = self.site
+            where = (f"{self.kernel.name}|{site.file if site else ''}|{site.line if site else 0}|"
+                     f"{site.text if site else ''}|{ref.param}")
+            self.runtime.add("rt_check_index")
+            codes = [f"rt_check_index({c}, {ref.param}.shape[{k}], {k}, {where!r})"
+                     for k, c in enumerate(codes)]
+        return ", ".join(codes)
 
     def code(self, e: ir.Expr, temps: dict | None = None) -> str:
         """Inline spelling of ``e``; nodes found in ``temps`` are replaced by their temporary."""

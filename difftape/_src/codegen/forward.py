@@ -18,15 +18,15 @@ from .expressions import ExprCoder
 class ForwardWriter(ExprCoder):
     """Writes primal and replay bodies; ``AdjointWriter`` extends it with the reverse sweep."""
 
-    def __init__(self, kernel: ir.KernelIR, analysis: Analysis, parallel: bool):
-        super().__init__(kernel, analysis)
+    def __init__(self, kernel: ir.KernelIR, analysis: Analysis, parallel: bool,
+                 debug: bool = False):
+        super().__init__(kernel, analysis, debug)
         self.parallel = parallel
         self.replay = False
         self.uses_fstack = False
         self.uses_istack = False
         self.stmt_temps: dict[int, dict] = {}  # statement id → its forward temporaries
         self.aux: dict[int, dict[str, str]] = {}  # statement id → names of cond/trip/start/step
-        self.runtime: set[str] = set()  # runtime helpers the module must import
 
     # ------------------------------------------------------------ stack
 
@@ -66,6 +66,7 @@ class ForwardWriter(ExprCoder):
             self.statement(s, out)
 
     def statement(self, s: ir.Stmt, out: SourceBuilder) -> None:
+        self.site = s
         out.comment(s.line, s.text)
         getattr(self, "forward_" + type(s).__name__)(s, out)
 
@@ -85,12 +86,12 @@ class ForwardWriter(ExprCoder):
             if s.array.param in self.kernel.inplace_arrays:
                 # The adjoint runs on a private copy of this array taken before the launch:
                 # replaying the store (and saving the old element) lets later reads see it.
-                target = f"{s.array.param}[{self.index_code(s.indices)}]"
+                target = f"{s.array.param}[{self.index_code(s.indices, ref=s.array)}]"
                 self.push(target, s.value.type, out)
                 out.line(f"{target} = {self.code(s.value)}")
             return
         value = self.code(s.value)
-        out.line(f"{s.array.param}[{self.index_code(s.indices)}] = {value}")
+        out.line(f"{s.array.param}[{self.index_code(s.indices, ref=s.array)}] = {value}")
 
     def forward_Atomic(self, s: ir.Atomic, out: SourceBuilder) -> None:
         t = s.value.type
@@ -102,7 +103,7 @@ class ForwardWriter(ExprCoder):
                 out.line(f"{s.result} = {zero(t)}")
             return
         ref, value = s.array.param, self.code(s.value)
-        idx = self.index_code(s.indices)
+        idx = self.index_code(s.indices, ref=s.array)
         mode = classify_index(s.indices, self.kernel, self.analysis)
         target = f"{s.result} = " if s.result else ""
         if self.parallel and mode in (SCATTER, UNIFORM):

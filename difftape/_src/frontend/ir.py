@@ -78,6 +78,7 @@ class BoolOp(Expr):
 class Stmt:
     line: int = 0
     text: str = ""
+    file: str = ""
 
 
 @dataclass(eq=False)

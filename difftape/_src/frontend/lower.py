@@ -77,6 +77,7 @@ class Lowerer(ExpressionTyper):
         if node is not None and not stmt.line:
             stmt.line = self.parsed.file_line(node)
             stmt.text = self.parsed.line_text(node)
+            stmt.file = self.parsed.filename
         self.block.append(stmt)
 
     def new_temp(self, t: type) -> str:

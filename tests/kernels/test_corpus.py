@@ -1,0 +1,210 @@
+"""Kernel corpus checks (STYLE §7.8): every corpus kernel's tape gradient against central differences.
+
+For each kernel: launch it on a ``wp.Tape``, seed every output's gradient with a fixed random
+vector ``u`` (``tape.backward(grads={out: u})``), read the input gradients ``g``, and check
+``⟨g, v⟩ ≈ ⟨u, (f(x+εv) − f(x−εv)) / 2ε⟩`` for random directions ``v``, where ``f`` launches the
+kernel again (without a tape) on fresh copies of every argument. Tolerances come from the case.
+Also: forward values against numpy references, and serial vs parallel CPU launches.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import difftape as wp
+
+from .corpus import CASES, CORPUS, Case, closure_other_value
+
+DIRECTIONS = 3  # random directions v per kernel
+NP_TO_WP = {np.dtype(np.float64): wp.float64, np.dtype(np.int32): wp.int32}
+
+
+def param_names(case: Case) -> list[str]:
+    return list(inspect.signature(case.kernel.func).parameters)
+
+
+def build_args(case: Case, data: dict[str, object], grad: bool) -> dict[str, object]:
+    """Fresh difftape arrays (copies) for every array argument; scalars pass through."""
+    args = {}
+    for name in param_names(case):
+        value = data[name]
+        if isinstance(value, np.ndarray):
+            needs_grad = grad and value.dtype == np.float64 and (
+                name in case.inputs or name in case.outputs)
+            args[name] = wp.array(value.copy(), dtype=NP_TO_WP[value.dtype],
+                                  requires_grad=needs_grad)
+        else:
+            args[name] = value
+    return args
+
+
+def launch(case: Case, args: dict[str, object]) -> None:
+    wp.launch(case.kernel, case.dim, inputs=[args[n] for n in param_names(case)])
+
+
+def evaluate(case: Case, data: dict[str, object]) -> dict[str, np.ndarray]:
+    """f(x): the outputs of one untaped launch on fresh copies of ``data``."""
+    args = build_args(case, data, grad=False)
+    launch(case, args)
+    return {name: args[name].numpy().copy() for name in case.outputs}
+
+
+def tape_gradients(case: Case, data: dict[str, object], seeds: dict[str, np.ndarray]):
+    """The input gradients after one taped launch and ``backward(grads=seeds)``."""
+    args = build_args(case, data, grad=True)
+    tape = wp.Tape()
+    with tape:
+        launch(case, args)
+    tape.backward(grads={args[name]: wp.array(seeds[name], dtype=wp.float64)
+                         for name in case.outputs})
+    grads = {}
+    for name in case.inputs:
+        g = args[name].grad
+        assert g is not None, f"kernel '{case.name}': input '{name}' has no gradient after backward"
+        grads[name] = g.numpy().copy()
+    return grads
+
+
+def draw_seeds(case: Case, data: dict[str, object]) -> tuple[np.random.Generator, dict]:
+    rng = np.random.default_rng(1234 + len(case.name))
+    seeds = {name: rng.standard_normal(np.shape(data[name])) for name in case.outputs}
+    return rng, seeds
+
+
+@pytest.mark.parametrize("case", CORPUS, ids=lambda c: c.name)
+def test_gradient_matches_central_differences(case: Case):
+    data = case.make(case.rng())
+    rng, seeds = draw_seeds(case, data)
+    grads = tape_gradients(case, data, seeds)
+    for d in range(DIRECTIONS):
+        v = {name: rng.standard_normal(np.shape(data[name])) for name in case.inputs}
+        plus = dict(data, **{n: data[n] + case.eps * v[n] for n in case.inputs})
+        minus = dict(data, **{n: data[n] - case.eps * v[n] for n in case.inputs})
+        f_plus, f_minus = evaluate(case, plus), evaluate(case, minus)
+        numeric = sum(float(np.sum(seeds[n] * (f_plus[n] - f_minus[n]))) for n in case.outputs)
+        numeric /= 2.0 * case.eps
+        analytic = sum(float(np.sum(grads[n] * v[n])) for n in case.inputs)
+        assert np.isclose(analytic, numeric, rtol=case.rtol, atol=case.atol), (
+            f"kernel '{case.name}': tape gradient disagrees with central differences "
+            f"(direction {d}): <grad, v> = {analytic!r}, finite difference = {numeric!r}, "
+            f"difference {analytic - numeric:.3e}; grads = {grads}")
+
+
+REFERENCE_CASES = [c for c in CORPUS if c.reference is not None]
+
+
+@pytest.mark.parametrize("case", REFERENCE_CASES, ids=lambda c: c.name)
+def test_forward_matches_numpy_reference(case: Case):
+    data = case.make(case.rng())
+    got = evaluate(case, data)
+    want = case.reference(data)
+    for name in case.outputs:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-12, atol=1e-12,
+                                   err_msg=f"kernel '{case.name}': output '{name}' differs from "
+                                           "the numpy reference")
+
+
+def test_corpus_has_enough_reference_checks():
+    assert len(REFERENCE_CASES) >= 8
+    assert 35 <= len(CORPUS) <= 60
+
+
+def test_taped_forward_equals_untaped_forward():
+    # Recording must not change forward values (the tape reuses the launch, it does not replay).
+    for case in CORPUS:
+        data = case.make(case.rng())
+        args = build_args(case, data, grad=True)
+        with wp.Tape():
+            launch(case, args)
+        plain = evaluate(case, data)
+        for name in case.outputs:
+            np.testing.assert_array_equal(args[name].numpy(), plain[name],
+                                          err_msg=f"kernel '{case.name}', output '{name}'")
+
+
+def test_closures_with_different_values_are_different_kernels():
+    # Two kernels from one factory share their source text and name but not their closure.
+    x = np.linspace(-1.0, 1.0, 5)
+    results = []
+    for kernel, alpha in [(CASES["closure_constant"].kernel, 1.5), (closure_other_value, -0.5)]:
+        y = wp.zeros(5, dtype=wp.float64)
+        wp.launch(kernel, 5, inputs=[wp.array(x, dtype=wp.float64), y])
+        results.append(y.numpy())
+        np.testing.assert_allclose(y.numpy(), alpha * x * x + 2 * alpha * x, rtol=1e-14,
+                                   err_msg=f"closure with alpha={alpha}")
+    assert not np.allclose(results[0], results[1])
+
+
+def test_bool_guard_kernel_really_is_bounds_checked():
+    # branch_bool_ops_guard relies on mode="debug" to turn a missed short-circuit into an error.
+    # Without this check, a broken `and` would read past the end of x and pass silently.
+    @wp.kernel(mode="debug")
+    def unguarded_read(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+        i = wp.tid()
+        y[i] = x[i]
+
+    x = wp.zeros(3, dtype=wp.float64)
+    y = wp.zeros(5, dtype=wp.float64)
+    with pytest.raises(IndexError):
+        wp.launch(unguarded_read, 5, inputs=[x, y])
+
+
+SCATTER_CASES = [c for c in CORPUS if c.scatter]
+
+
+@pytest.fixture
+def parallel_cpu():
+    saved = wp.config.cpu_parallel
+    wp.config.cpu_parallel = "parallel"
+    try:
+        yield
+    finally:
+        wp.config.cpu_parallel = saved
+
+
+def serial_then_parallel(case: Case, request) -> tuple[tuple[dict, dict], tuple[dict, dict]]:
+    data = case.make(case.rng())
+    _, seeds = draw_seeds(case, data)
+    assert wp.config.cpu_parallel != "parallel"
+    serial = (evaluate(case, data), tape_gradients(case, data, seeds))
+    request.getfixturevalue("parallel_cpu")
+    assert wp.config.cpu_parallel == "parallel"
+    parallel = (evaluate(case, data), tape_gradients(case, data, seeds))
+    return serial, parallel
+
+
+@pytest.mark.parametrize("case", SCATTER_CASES, ids=lambda c: c.name)
+def test_parallel_cpu_matches_serial(case: Case, request):
+    (fwd_s, grad_s), (fwd_p, grad_p) = serial_then_parallel(case, request)
+    for name in case.outputs:
+        np.testing.assert_allclose(fwd_p[name], fwd_s[name], rtol=1e-12, atol=1e-15,
+                                   err_msg=f"kernel '{case.name}': parallel forward, '{name}'")
+    for name in case.inputs:
+        np.testing.assert_allclose(grad_p[name], grad_s[name], rtol=1e-12, atol=1e-15,
+                                   err_msg=f"kernel '{case.name}': parallel gradient, '{name}'")
+
+
+def test_parallel_launch_uses_the_parallel_variant(parallel_cpu):
+    case = CASES["atomic_add_sub"]
+    source = case.kernel.source(parallel=True)
+    assert "prange" in source and "parallel=True" in source
+    # Large enough that several chunks hit the same three elements at once.
+    n = 20000
+    x = np.random.default_rng(0).uniform(-1, 1, n)
+    xa = wp.array(x, dtype=wp.float64, requires_grad=True)
+    y = wp.zeros(3, dtype=wp.float64, requires_grad=True)
+    z = wp.zeros(1, dtype=wp.float64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(case.kernel, n, inputs=[xa, y, z])
+    want = np.zeros(3)
+    np.add.at(want, np.arange(n) % 3, x * x)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-10)
+    np.testing.assert_allclose(z.numpy(), [-np.sin(x).sum()], rtol=1e-10)
+    tape.backward(grads={y: wp.array([1.0, 2.0, 3.0], dtype=wp.float64),
+                         z: wp.array([0.5], dtype=wp.float64)})
+    expected = 2.0 * x * (1.0 + np.arange(n) % 3) - 0.5 * np.cos(x)
+    np.testing.assert_allclose(xa.grad.numpy(), expected, rtol=1e-12)
