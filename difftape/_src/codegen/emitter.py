@@ -31,7 +31,7 @@ class SourceBuilder:
         self.level += 1
         mark = len(self.lines)
         yield
-        if len(self.lines) == mark:
+        if all(line.lstrip().startswith("#") for line in self.lines[mark:]):
             self.line("pass")
         self.level -= 1
 

@@ -1,0 +1,50 @@
+"""Kernels compiled by both warp-lang and difftape in test_warp_oracle.py.
+
+``wp`` is not imported here: the loader injects ``warp`` or ``difftape`` before executing this
+file, so the very same source runs under both libraries.
+"""
+
+# ruff: noqa: F821  (wp is injected)
+
+
+def elementwise(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    v = x[i]
+    a = wp.sin(v) * wp.exp(v * 0.5) + wp.sqrt(wp.abs(v) + 1.0)
+    b = wp.clamp(v, -0.5, 0.7) + wp.min(v, 0.25) * wp.max(v, -0.25)
+    c = wp.pow(wp.abs(v) + 0.5, 1.5) - wp.atan2(v, 1.0 + v * v)
+    if v > 0.0:
+        y[i] = a * b + c
+    else:
+        y[i] = a - b * c + wp.tanh(v)
+
+
+def reduce_sum(y: wp.array(dtype=float), loss: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_add(loss, 0, y[i] * y[i])
+
+
+def stencil(u: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    n = u.shape[0]
+    m = u.shape[1]
+    left = u[i, wp.max(j - 1, 0)]
+    right = u[i, wp.min(j + 1, m - 1)]
+    up = u[wp.max(i - 1, 0), j]
+    down = u[wp.min(i + 1, n - 1), j]
+    out[i, j] = u[i, j] + 0.1 * (left + right + up + down - 4.0 * u[i, j])
+
+
+def static_loop(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    s = float(0.0)
+    for k in range(4):
+        s = s + x[i] * float(k + 1)
+    y[i] = s * x[i]
+
+
+def atomic_extrema(x: wp.array(dtype=float), hi: wp.array(dtype=float),
+                   lo: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_max(hi, 0, x[i])
+    wp.atomic_min(lo, 0, x[i])
