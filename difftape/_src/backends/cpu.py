@@ -145,23 +145,23 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
     writer.declarations(out, declared)
     for line in inner.lines:
         out.line(line)
-    return out.text(), writer.symbols, writer.runtime
+    return out.text(), writer.symbols, writer.rules, writer.runtime
 
 
 def generate_module(kernel: ir.KernelIR, variant: Variant, origin: str) -> str:
     """The full generated Python module (forward, and adjoint when enabled) for ``variant``."""
     body = structure(kernel)
-    forward, symbols, runtime = _function(kernel, body, variant, adjoint=False)
+    forward, symbols, rules, runtime = _function(kernel, body, variant, adjoint=False)
     parts = [forward]
     if variant.backward:
-        adjoint, adj_symbols, adj_runtime = _function(kernel, body, variant, adjoint=True)
+        adjoint, adj_symbols, rules, adj_runtime = _function(kernel, body, variant, adjoint=True)
         parts.append(adjoint)
         symbols |= adj_symbols
         runtime |= adj_runtime
     header = _HEADER.format(version=_difftape_version, kernel=kernel.name, origin=origin)
     if runtime:
         header += f"from difftape._src.backends.cpu_runtime import {', '.join(sorted(runtime))}\n"
-    imports = sorted(symbols) + sorted("adj_" + s for s in symbols if variant.backward)
+    imports = sorted(symbols) + sorted("adj_" + s for s in rules)
     if imports:
         header += f"from difftape._src.backends.cpu_symbols import {', '.join(imports)}\n"
     return header + "\n\n" + "\n\n".join(parts)

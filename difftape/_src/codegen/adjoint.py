@@ -147,13 +147,14 @@ class AdjointWriter(ForwardWriter):
         self.reverse(s.body, body)
         if self.analysis.is_in_loop(s):
             self.pop(names["trip"], dtypes.int32, out)
-            self.pop(names["step"], dtypes.int32, out)
-            self.pop(names["start"], dtypes.int32, out)
+            for key in ("count", "step", "start") if s.reverse else ("step", "start"):
+                self.pop(names[key], dtypes.int32, out)
         if body.lines:
             self.comment(s, out)
             k = f"k_{self.counter_next()}"
+            position = f"({names['count']} - 1 - {k})" if s.reverse else k
             out.line(f"for {k} in range({names['trip']} - 1, -1, -1):")
-            out.line(f"    {s.var} = int32({names['start']} + {k} * {names['step']})")
+            out.line(f"    {s.var} = int32({names['start']} + {position} * {names['step']})")
             out.extend(body)
         if s.var in self.analysis.restored:
             self.pop(s.var, dtypes.int32, out)

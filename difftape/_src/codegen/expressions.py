@@ -32,6 +32,7 @@ class ExprCoder:
         self.declared: dict[str, type] = {}
         self.symbols: set[str] = set()  # builtin symbols the module must import
         self.runtime: set[str] = set()  # runtime helpers the module must import
+        self.rules: set[str] = set()  # builtin symbols whose derivative rule is called
         self.counter = 0
 
     def declare(self, name: str, t: type) -> str:
@@ -154,6 +155,7 @@ class ExprCoder:
         if not wanted:
             return
         self.symbols.add(record.symbol)
+        self.rules.add(record.symbol)
         args = [self.code(a, temps) for a in call.args]
         result = temps.get(id(call)) or self.code(call, temps)
         rule = self.new_temp(call.type)

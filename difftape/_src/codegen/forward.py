@@ -148,28 +148,36 @@ class ForwardWriter(ExprCoder):
     def forward_For(self, s: ir.For, out: SourceBuilder) -> None:
         n = self.counter_next()
         counter = f"it_{n}"
+        names = {k: self.declare(f"{k}_{n}", dtypes.int32) for k in ("start", "stop", "step")}
+        for key, e in (("start", s.start), ("stop", s.stop), ("step", s.step)):
+            out.line(f"{names[key]} = {self.code(e)}")
+        start, stop, step = names["start"], names["stop"], names["step"]
+        if s.reverse:
+            # reversed(range(...)): iteration e takes the value start + (count - 1 - e) * step.
+            names["count"] = self.declare(f"count_{n}", dtypes.int32)
+            out.line(f"{names['count']} = int32(len(range({start}, {stop}, {step})))")
+            header = f"for {counter} in range({names['count']} - 1, -1, -1):"
+            value = f"int32({start} + {counter} * {step})"
+        else:
+            header = f"for {counter} in range({start}, {stop}, {step}):"
+            value = f"int32({counter})"
         if not self.replay:
-            bounds = ", ".join(self.code(e) for e in (s.start, s.stop, s.step))
-            with out.block(f"for {counter} in range({bounds}):"):
-                out.line(f"{s.var} = int32({counter})")
+            with out.block(header):
+                out.line(f"{s.var} = {value}")
                 self.write(s.body, out, False)
                 self.exit_check(s.exit_flags, out)
             return
-        names = {k: self.declare(f"{k}_{n}", dtypes.int32) for k in ("start", "stop", "step")}
         trip = self.declare(f"trip_{n}", dtypes.int32)
         self.aux[id(s)] = {**names, "trip": trip}
-        for key, e in (("start", s.start), ("stop", s.stop), ("step", s.step)):
-            out.line(f"{names[key]} = {self.code(e)}")
         if s.var in self.analysis.restored:
             self.push(s.var, dtypes.int32, out)
         out.line(f"{trip} = int32(0)")
-        with out.block(f"for {counter} in range({names['start']}, {names['stop']}, "
-                       f"{names['step']}):"):
-            out.line(f"{s.var} = int32({counter}); {trip} += int32(1)")
+        with out.block(header):
+            out.line(f"{s.var} = {value}; {trip} += int32(1)")
             self.write(s.body, out, True)
             self.exit_check(s.exit_flags, out)
         if self.analysis.is_in_loop(s):
-            for key in ("start", "step"):
+            for key in ("start", "step", "count") if s.reverse else ("start", "step"):
                 self.push(names[key], dtypes.int32, out)
             self.push(trip, dtypes.int32, out)
 

@@ -27,7 +27,7 @@ class _Structurer:
         return name
 
     def set_flag(self, name: str, value: bool, like: ir.Stmt) -> ir.Assign:
-        return ir.Assign(line=like.line, text=like.text, target=self.declare(name),
+        return ir.Assign(line=like.line, text=like.text, file=like.file, target=self.declare(name),
                          value=ir.Const(dtypes.bool_, value))
 
     def none_set(self, flags: set[str]) -> ir.Expr:
@@ -48,7 +48,7 @@ class _Structurer:
                 lowered_rest, rest_flags = self.block(rest)
                 raised |= rest_flags
                 if lowered_rest:
-                    out.append(ir.If(line=rest[0].line, text=rest[0].text,
+                    out.append(ir.If(line=rest[0].line, text=rest[0].text, file=rest[0].file,
                                      cond=self.none_set(flags), body=lowered_rest, orelse=[]))
                 return out, raised
         return out, raised
@@ -66,7 +66,7 @@ class _Structurer:
         if isinstance(s, ir.If):
             body, f1 = self.block(s.body)
             orelse, f2 = self.block(s.orelse)
-            return [ir.If(line=s.line, text=s.text, cond=s.cond, body=body, orelse=orelse)], f1 | f2
+            return [ir.If(line=s.line, text=s.text, file=s.file, cond=s.cond, body=body, orelse=orelse)], f1 | f2
         if isinstance(s, (ir.For, ir.While)):
             return self.loop(s)
         if isinstance(s, ir.Region):
@@ -84,10 +84,11 @@ class _Structurer:
         exits = tuple(sorted(flags - {cnt}))
         pre = [self.set_flag(brk, False, s)] if brk in flags else []
         if isinstance(s, ir.For):
-            new = ir.For(line=s.line, text=s.text, var=s.var, start=s.start, stop=s.stop,
-                         step=s.step, body=body, loop_id=s.loop_id, exit_flags=exits)
+            new = ir.For(line=s.line, text=s.text, file=s.file, var=s.var, start=s.start,
+                         stop=s.stop, step=s.step, body=body, loop_id=s.loop_id, exit_flags=exits,
+                         reverse=s.reverse)
         else:
-            new = ir.While(line=s.line, text=s.text, cond=s.cond, body=body, loop_id=s.loop_id,
+            new = ir.While(line=s.line, text=s.text, file=s.file, cond=s.cond, body=body, loop_id=s.loop_id,
                            exit_flags=exits)
         return pre + [new], flags - {brk, cnt}
 

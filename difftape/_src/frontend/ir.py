@@ -119,6 +119,7 @@ class For(Stmt):
     body: list[Stmt] = field(default_factory=list)
     loop_id: int = 0
     exit_flags: tuple[str, ...] = ()  # flags that end the loop early (set by break/return lowering)
+    reverse: bool = False  # ``reversed(range(...))``: same values, last first
 
 
 @dataclass(eq=False)

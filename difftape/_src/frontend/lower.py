@@ -296,9 +296,13 @@ class Lowerer(ExpressionTyper):
             self.fail(node.target, "for-loop targets must be a single name", KernelSyntaxError)
         it = node.iter
         func = self.evaluate(it.func) if isinstance(it, ast.Call) else None
+        reverse = func is reversed and len(it.args) == 1 and not it.keywords
+        if reverse:
+            it = it.args[0]
+            func = self.evaluate(it.func) if isinstance(it, ast.Call) else None
         if func is not range or not 1 <= len(it.args) <= 3 or it.keywords:
             self.fail(it, "kernels can only loop over range(stop), range(start, stop) or "
-                      "range(start, stop, step)", KernelSyntaxError)
+                      "range(start, stop, step), or reversed() of one", KernelSyntaxError)
         bounds = [self.coerce_int(a) for a in it.args]
         start, stop, step = (
             (ir.Const(dtypes.int32, 0), bounds[0], ir.Const(dtypes.int32, 1)) if len(bounds) == 1
@@ -320,7 +324,8 @@ class Lowerer(ExpressionTyper):
             if isinstance(s, ir.Assign) and s.target == var:
                 self.fail(node, f"the loop variable '{name}' is assigned inside its loop; use "
                           "another name", KernelSyntaxError)
-        self.emit(ir.For(var=var, start=start, stop=stop, step=step, body=body, loop_id=loop_id))
+        self.emit(ir.For(var=var, start=start, stop=stop, step=step, body=body, loop_id=loop_id,
+                         reverse=reverse))
 
     def coerce_int(self, node: ast.AST) -> ir.Expr:
         e = self.value(node)
