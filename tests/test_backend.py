@@ -1,0 +1,136 @@
+"""CPU backend: generated source, disk cache across processes, parallel variant and atomics."""
+
+import inspect
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import difftape as wp
+
+
+@wp.kernel
+def scale_add(x: wp.array(dtype=float), y: wp.array(dtype=float), s: float):
+    i = wp.tid()
+    y[i] = x[i] * s + 1.0
+
+
+@wp.kernel
+def histogram(values: wp.array(dtype=wp.int32), counts: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    wp.atomic_add(counts, values[i], wp.float64(1.0))
+
+
+@wp.kernel
+def gather_scatter(x: wp.array(dtype=wp.float64), idx: wp.array(dtype=wp.int32),
+                   w: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    v = x[idx[i]] * w[0]
+    out[idx[(i + 1) % idx.shape[0]]] += wp.sin(v)
+
+
+@pytest.fixture
+def parallel():
+    saved = wp.config.cpu_parallel
+    wp.config.cpu_parallel = "parallel"
+    yield
+    wp.config.cpu_parallel = saved
+
+
+def test_generated_source_is_readable_python_with_user_lines():
+    source = scale_add.source()
+    lines, first = inspect.getsourcelines(scale_add.func)
+    store_line = first + next(k for k, ln in enumerate(lines) if "y[i] =" in ln)
+    assert f"# L{store_line}: y[i] = x[i] * s + 1.0" in source
+    assert f"# adj L{store_line}: y[i] = x[i] * s + 1.0" in source
+    assert "def scale_add_forward(" in source and "def scale_add_adjoint(" in source
+    assert "float32(1.0)" in source  # literals are typed, never bare floats
+    compile(source, "<generated>", "exec")
+
+
+def test_parallel_atomics_lose_no_updates(parallel):
+    n = 400_000
+    values = wp.array(np.arange(n, dtype=np.int32) % 7, dtype=wp.int32)
+    counts = wp.zeros(7, dtype=wp.float64)
+    wp.launch(histogram, dim=n, inputs=[values, counts])
+    expected = np.bincount(np.arange(n) % 7).astype(np.float64)
+    np.testing.assert_array_equal(counts.numpy(), expected)
+    assert "prange" in histogram.source(parallel=True)
+    assert "rt_atomic_add" in histogram.source(parallel=True)
+
+
+def _gather_scatter_grads():
+    rng = np.random.default_rng(3)
+    n = 50_000
+    x = wp.array(rng.uniform(-1, 1, n), dtype=wp.float64, requires_grad=True)
+    idx = wp.array(rng.integers(0, n, n).astype(np.int32), dtype=wp.int32)
+    w = wp.array([0.7], dtype=wp.float64, requires_grad=True)
+    out = wp.zeros(n, dtype=wp.float64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(gather_scatter, dim=n, inputs=[x, idx, w, out])
+    tape.backward(grads={out: wp.array(rng.uniform(-1, 1, n), dtype=wp.float64)})
+    return out.numpy().copy(), x.grad.numpy().copy(), w.grad.numpy().copy()
+
+
+def test_parallel_scatter_adjoint_equals_serial(parallel):
+    par = _gather_scatter_grads()
+    wp.config.cpu_parallel = "serial"
+    ser = _gather_scatter_grads()
+    for a, b in zip(par, ser):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_second_process_loads_compiled_kernels_from_disk_cache(tmp_path):
+    script = tmp_path / "cached_kernel.py"
+    script.write_text(textwrap.dedent("""
+        import numpy as np
+        import difftape as wp
+
+        @wp.kernel
+        def cube(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+            i = wp.tid()
+            y[i] = x[i] * x[i] * x[i]
+
+        x = wp.array(np.arange(4, dtype=np.float32), dtype=float, requires_grad=True)
+        y = wp.zeros(4, dtype=float, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(cube, 4, inputs=[x, y])
+        tape.backward(grads={y: wp.ones(4, dtype=float)})
+        program = cube.program(1)
+        hits = sum(program.forward.stats.cache_hits.values())
+        hits += sum(program.adjoint.stats.cache_hits.values())
+        print(hits, x.grad.numpy().tolist())
+    """))
+    env = dict(os.environ, DIFFTAPE_CACHE_DIR=str(tmp_path / "cache"))
+    runs = [subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                           text=True, check=True).stdout.split(maxsplit=1) for _ in range(2)]
+    assert runs[0][0] == "0", "first process must compile"
+    assert runs[1][0] == "2", "second process must load forward and adjoint from the cache"
+    assert runs[0][1] == runs[1][1] == "[0.0, 3.0, 12.0, 27.0]\n"
+    generated = [f for f in os.listdir(tmp_path / "cache") if f.endswith(".py")]
+    assert len(generated) == 1 and generated[0].startswith("difftape_gen_cube_")
+
+
+def test_debug_mode_reports_out_of_bounds_reads():
+    @wp.kernel
+    def shifted(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = x[i + 1]
+
+    saved = wp.config.mode
+    wp.config.mode = "debug"
+    try:
+        x, y = wp.zeros(4, dtype=float), wp.zeros(4, dtype=float)
+        with pytest.raises(IndexError) as info:
+            wp.launch(shifted, 4, inputs=[x, y])
+    finally:
+        wp.config.mode = saved
+    message = str(info.value)
+    assert isinstance(info.value, wp.ArrayIndexError)
+    assert "kernel 'shifted'" in message and "index 4" in message and "array 'x'" in message
+    assert "y[i] = x[i + 1]" in message and __file__ in message
