@@ -84,6 +84,7 @@ from difftape._src.errors import KernelSyntaxError as KernelSyntaxError
 from difftape._src.errors import KernelTypeError as KernelTypeError
 from difftape._src.errors import LaunchError as LaunchError
 from difftape._src.errors import LaunchTypeError as LaunchTypeError
+from difftape._src.errors import LaunchValueError as LaunchValueError
 from difftape._src.errors import TapeError as TapeError
 
 # category: builtins (every registry record, by its Warp name: sin, min, atomic_add, where, ...)

@@ -44,13 +44,17 @@ class DiffTapeError(Exception):
 class KernelError(DiffTapeError):
     """A problem in a kernel's or function's source, found at compile time."""
 
-    def __init__(self, message: str, kernel: str = "", location: SourceLocation | None = None):
+    def __init__(self, message: str, kernel: str = "", location: SourceLocation | None = None,
+                 callers: tuple[SourceLocation, ...] = ()):
         self.kernel = kernel
         self.location = location
         self.message = message
+        self.callers = callers
         text = f"in kernel '{kernel}': {message}" if kernel else message
         if location is not None:
             text += "\n" + location.render()
+        for caller in callers:  # innermost call first, like a traceback read upwards
+            text += "\n  called from\n" + caller.render()
         self.text = text
         Exception.__init__(self, text)
         if isinstance(self, SyntaxError) and location is not None:
@@ -87,7 +91,7 @@ class LaunchTypeError(DiffTapeError, TypeError, RuntimeError):
     """A launch argument of the wrong type, dtype or dimensionality."""
 
 
-class LaunchValueError(DiffTapeError, ValueError, RuntimeError):
+class LaunchValueError(LaunchError, ValueError):
     """A launch argument with a bad value (shape, dim)."""
 
 

@@ -206,7 +206,7 @@ def _prepare(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...]):
     if plan.tid_rank and plan.tid_rank != len(dims):
         raise LaunchValueError(f"launch({kernel.key}): the kernel unpacks wp.tid() into "
                                f"{plan.tid_rank} indices, but dim {dims} has {len(dims)} "
-                               "dimension(s)")
+                               f"dimension(s); launch it with a dim of {plan.tid_rank} sizes")
     total = _total(dims)
     parallel = _use_parallel(total)
     lead = [min(dims[0], numba.get_num_threads() * 4)] if parallel else []

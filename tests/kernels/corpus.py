@@ -103,8 +103,10 @@ def arith_basic(x: wp.array(dtype=wp.float64), w: wp.array(dtype=wp.float64),
     y[i] = (a * a - 3.0 * a) / (1.0 + a * a) + 2.0 * a * w[i] - -w[i]
 
 
-@case(make=lambda r: {"x": away_from(r, 0.1, 3.0, [0.5 * k for k in range(7)] + [0.7 * k for k in range(5)]),
-                      "y": zeros()},
+MOD_KINKS = [0.5 * k for k in range(7)] + [0.7 * k for k in range(5)]
+
+
+@case(make=lambda r: {"x": away_from(r, 0.1, 3.0, MOD_KINKS), "y": zeros()},
       inputs=("x",), outputs=("y",))
 @wp.kernel
 def arith_mod_floordiv(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):

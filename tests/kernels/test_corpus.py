@@ -1,4 +1,4 @@
-"""Kernel corpus checks (STYLE §7.8): every corpus kernel's tape gradient against central differences.
+"""Kernel corpus checks (STYLE §7.8): each corpus kernel's tape gradient vs central differences.
 
 For each kernel: launch it on a ``wp.Tape``, seed every output's gradient with a fixed random
 vector ``u`` (``tape.backward(grads={out: u})``), read the input gradients ``g``, and check
@@ -74,11 +74,10 @@ def draw_seeds(case: Case, data: dict[str, object]) -> tuple[np.random.Generator
     return rng, seeds
 
 
-@pytest.mark.parametrize("case", CORPUS, ids=lambda c: c.name)
-def test_gradient_matches_central_differences(case: Case):
-    data = case.make(case.rng())
-    rng, seeds = draw_seeds(case, data)
-    grads = tape_gradients(case, data, seeds)
+def dot_product_mismatches(case: Case, data: dict, seeds: dict, grads: dict,
+                           rng: np.random.Generator) -> list[str]:
+    """Directions v for which ⟨grads, v⟩ and the central difference disagree (empty: all agree)."""
+    failures = []
     for d in range(DIRECTIONS):
         v = {name: rng.standard_normal(np.shape(data[name])) for name in case.inputs}
         plus = dict(data, **{n: data[n] + case.eps * v[n] for n in case.inputs})
@@ -87,10 +86,33 @@ def test_gradient_matches_central_differences(case: Case):
         numeric = sum(float(np.sum(seeds[n] * (f_plus[n] - f_minus[n]))) for n in case.outputs)
         numeric /= 2.0 * case.eps
         analytic = sum(float(np.sum(grads[n] * v[n])) for n in case.inputs)
-        assert np.isclose(analytic, numeric, rtol=case.rtol, atol=case.atol), (
-            f"kernel '{case.name}': tape gradient disagrees with central differences "
-            f"(direction {d}): <grad, v> = {analytic!r}, finite difference = {numeric!r}, "
-            f"difference {analytic - numeric:.3e}; grads = {grads}")
+        if not np.isclose(analytic, numeric, rtol=case.rtol, atol=case.atol):
+            failures.append(f"direction {d}: <grad, v> = {analytic!r}, finite difference = "
+                            f"{numeric!r}, difference {analytic - numeric:.3e}")
+    return failures
+
+
+@pytest.mark.parametrize("case", CORPUS, ids=lambda c: c.name)
+def test_gradient_matches_central_differences(case: Case):
+    data = case.make(case.rng())
+    rng, seeds = draw_seeds(case, data)
+    grads = tape_gradients(case, data, seeds)
+    failures = dot_product_mismatches(case, data, seeds, grads, rng)
+    assert not failures, (
+        f"kernel '{case.name}': tape gradient disagrees with central differences:\n  "
+        + "\n  ".join(failures) + f"\ngradients: {grads}")
+
+
+@pytest.mark.parametrize("name", ["arith_basic", "loop_negative_step", "atomic_min_max"])
+def test_checker_rejects_a_wrong_gradient(name):
+    # The check must be sharp enough to notice a small error (autograd's test_tests.py).
+    case = CASES[name]
+    data = case.make(case.rng())
+    rng, seeds = draw_seeds(case, data)
+    grads = tape_gradients(case, data, seeds)
+    assert not dot_product_mismatches(case, data, seeds, grads, draw_seeds(case, data)[0])
+    wrong = {n: g * (1.0 + 1e-4) for n, g in grads.items()}
+    assert dot_product_mismatches(case, data, seeds, wrong, rng)
 
 
 REFERENCE_CASES = [c for c in CORPUS if c.reference is not None]

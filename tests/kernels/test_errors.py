@@ -194,7 +194,8 @@ SYNTAX_CASES = [
     # kernel, line snippet, caret span, message fragment
     (err_list_comprehension, "s = [v for v in range(3)]", "[v for v in range(3)]",
      "list comprehensions are not supported"),
-    (err_lambda, "f = lambda a: a * 2.0", "lambda a: a * 2.0", "lambda expressions are not supported"),
+    (err_lambda, "f = lambda a: a * 2.0", "lambda a: a * 2.0",
+     "lambda expressions are not supported"),
     (err_try, "try:", "try:", "try/except is not supported"),
     (err_with, 'with wp.ScopedDevice("cpu"):', 'with wp.ScopedDevice("cpu"):',
      "with-blocks are not supported"),
@@ -341,7 +342,8 @@ SEMANTIC_CASES = [
      "undefined_scale", ["name 'undefined_scale' is not defined"]),
     (err_python_function, (wp.KernelNameError, NameError), "x[i] = python_helper(x[i])",
      "python_helper(x[i])", ["'python_helper'", "@wp.func"]),
-    (err_select_removed, (wp.KernelNameError, NameError), "wp.select(", "wp.select(x[i] > 0.0, x[i], 0.0)",
+    (err_select_removed, (wp.KernelNameError, NameError), "wp.select(",
+     "wp.select(x[i] > 0.0, x[i], 0.0)",
      ["wp.select() has been removed", "wp.where"]),
     (err_sin_of_int, (wp.KernelTypeError, TypeError), "wp.sin(i)", "wp.sin(i)",
      ["sin()", "int32"]),
@@ -356,7 +358,7 @@ SEMANTIC_CASES = [
     (err_too_many_indices, (wp.KernelTypeError, TypeError), "x[i] = x[i, 0]", "x[i, 0]",
      ["too many indices", "1 dimension", "2 given"]),
     (err_index_scalar, (wp.KernelTypeError, TypeError), "x[i] = s[0]", "s[0]",
-     ["float64", "cannot be indexed"]),
+     ["'s' is a float64 scalar", "only arrays can be indexed"]),
     (err_missing_annotation, (wp.KernelTypeError, TypeError), "def err_missing_annotation", "n",
      ["parameter 'n' has no type annotation"]),
     (err_func_arg_count, (wp.KernelTypeError, TypeError), "two_args(x[i])", "two_args(x[i])",
@@ -444,7 +446,7 @@ def test_golden_float_into_int_variable():
     lineno, _ = source_line(err_float_into_int_variable, "k = x[i]")
     assert normalized(err) == (
         "in kernel 'err_float_into_int_variable': variable 'k' has type int32 but the value has "
-        "type float64; cast explicitly, e.g. int32(...)\n"
+        "type float64; cast explicitly, e.g. wp.int32(...)\n"
         f'  File "<file>", line {lineno}, in err_float_into_int_variable\n'
         "    k = x[i]\n"
         "    ^")
@@ -564,3 +566,56 @@ def test_launch_non_kernel():
     with pytest.raises(wp.LaunchTypeError) as info:
         wp.launch(python_helper, 4, inputs=[f32()])
     check_launch_error(info.value, "@wp.kernel", "function")
+
+
+# --- message quality ------------------------------------------------------------------------------
+
+
+def test_error_inside_func_names_each_call_site():
+    @wp.func
+    def bad_helper(v: wp.float64):
+        return v[0]
+
+    @wp.func
+    def middle(v: wp.float64):
+        return bad_helper(v) * 2.0
+
+    @wp.kernel
+    def calls_bad_helper(x: wp.array(dtype=wp.float64)):
+        i = wp.tid()
+        x[i] = middle(x[i])
+
+    with pytest.raises(wp.KernelTypeError) as info:
+        calls_bad_helper.ir
+    message = str(info.value)
+    assert "in kernel 'calls_bad_helper': in function 'bad_helper':" in message
+    assert message.index("return v[0]") < message.index("return bad_helper(v) * 2.0") \
+        < message.index("x[i] = middle(x[i])")
+    assert message.count("called from") == 2
+    assert len(info.value.callers) == 2
+
+
+def test_mixed_float_types_name_the_operator_and_the_cast():
+    @wp.kernel
+    def mixes_precisions(a: wp.array(dtype=wp.float64), b: wp.array(dtype=wp.float32)):
+        i = wp.tid()
+        a[i] = a[i] + b[i]
+
+    with pytest.raises(wp.KernelTypeError) as info:
+        mixes_precisions.ir
+    message = str(info.value)
+    assert "operator + (add) does not accept (float64, float32)" in message
+    assert "wp.float64(...)" in message
+
+
+def test_int_argument_to_float_builtin_suggests_a_cast():
+    @wp.kernel
+    def sine_of_index(y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = wp.sin(i)
+
+    with pytest.raises(wp.KernelTypeError) as info:
+        sine_of_index.ir
+    message = str(info.value)
+    assert "sin() does not accept (int32)" in message
+    assert "float16/float32/float64" in message and "float(i)" in message

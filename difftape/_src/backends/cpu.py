@@ -24,6 +24,7 @@ from ..codegen.adjoint import AdjointWriter
 from ..codegen.emitter import SourceBuilder
 from ..codegen.forward import ForwardWriter
 from ..codegen.structure import structure
+from ..errors import InternalError
 from ..frontend import ir
 
 _HEADER = """\
@@ -190,7 +191,13 @@ def load_module(kernel_name: str, source: str):
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as err:
+        del sys.modules[module_name]
+        raise InternalError(f"the generated module of kernel '{kernel_name}' failed to load "
+                            f"(stage: import); this is a difftape bug. Generated file: {path}"
+                            ) from err
     return module, path
 
 

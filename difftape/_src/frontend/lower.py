@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from .. import dtypes
 from ..codegen import naming
-from ..errors import KernelError, KernelSyntaxError, KernelTypeError
+from ..errors import KernelError, KernelNameError, KernelSyntaxError, KernelTypeError
 from . import ir
 from .fence import check_syntax
 from .resolve import GlobalScope
@@ -48,6 +48,7 @@ class RegionInfo:
     region: int
     function: str = ""
     results: list[tuple[type, str]] | None = None
+    callers: tuple = ()  # SourceLocations of the calls that inlined this function, innermost first
 
 
 class Lowerer(ExpressionTyper):
@@ -70,7 +71,8 @@ class Lowerer(ExpressionTyper):
     def fail(self, node: ast.AST | None, message: str, cls: type[KernelError] = KernelTypeError):
         if self.region.function:
             message = f"in function '{self.region.function}': {message}"
-        raise cls(message, kernel=self.ctx.kernel, location=self.parsed.locate(node or self.current))
+        raise cls(message, kernel=self.ctx.kernel, location=self.parsed.locate(node or self.current),
+                  callers=self.region.callers)
 
     def emit(self, stmt: ir.Stmt) -> None:
         node = self.current
@@ -470,7 +472,8 @@ class Lowerer(ExpressionTyper):
         if len(args) != len(params):
             self.fail(node, f"function '{func.key}' takes {len(params)} argument(s), "
                       f"{len(args)} given", KernelTypeError)
-        region = RegionInfo(self.ctx.next("region"), function=func.key)
+        region = RegionInfo(self.ctx.next("region"), function=func.key,
+                            callers=(self.parsed.locate(node), *self.region.callers))
         child = Lowerer(self.ctx, parsed, globals_, {}, region, suffix=f"_{func.key}{region.region}")
         for name, arg, arg_node in zip(params, args, node.args):
             self.bind_parameter(child, func, name, annotations.get(name), arg, arg_node)

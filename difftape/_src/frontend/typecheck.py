@@ -143,8 +143,8 @@ class ExpressionTyper:
         if isinstance(base, ir.ArrayRef):
             return self.index_array(node, base, self.index_list(node.slice))
         if isinstance(base, ir.Expr):
-            self.fail(node, f"values of type {dtypes.type_name(base.type)} cannot be indexed",
-                      KernelTypeError)
+            self.fail(node, f"'{ast.unparse(node.value)}' is a {dtypes.type_name(base.type)} "
+                      "scalar; only arrays can be indexed", KernelTypeError)
         self.fail(node, f"'{ast.unparse(node.value)}' cannot be indexed in a kernel",
                   KernelTypeError)
 
@@ -162,8 +162,8 @@ class ExpressionTyper:
     def index_array(self, node: ast.AST, ref: ir.ArrayRef, indices: list[ir.Expr]):
         """``x[i]`` → a Load when all dimensions are indexed, else a view (ArrayRef)."""
         if len(indices) > ref.view_ndim:
-            self.fail(node, f"too many indices: the array has {ref.view_ndim} dimension(s), "
-                      f"{len(indices)} given", KernelTypeError)
+            self.fail(node, f"too many indices: array '{ast.unparse(node.value)}' has "
+                      f"{ref.view_ndim} dimension(s), {len(indices)} given", KernelTypeError)
         full = ref.prefix + tuple(indices)
         if len(full) == ref.ndim:
             self.note_read(ref)
@@ -262,7 +262,8 @@ class ExpressionTyper:
             self.fail(node, "range() can only be used as the iterable of a for loop",
                       KernelSyntaxError)
         self.fail(node, f"'{ast.unparse(node.func)}' is not a kernel builtin, a @wp.func or a "
-                  "type; only those can be called inside kernels", KernelNameError)
+                  "type; only those can be called inside kernels. To call your own Python "
+                  "function, decorate it with @wp.func", KernelNameError)
 
     def call_named_builtin(self, node: ast.Call, key: str):
         if node.keywords:
@@ -284,8 +285,9 @@ class ExpressionTyper:
         return ir.Shape(dtypes.int32, ref, len(ref.prefix))
 
     def cast(self, node: ast.AST, e: ir.Expr, target: type) -> ir.Expr:
+        """``e`` as ``target``; an explicit cast of a literal gives a fixed (non-weak) type."""
         if e.type is target:
-            return e
+            return ir.Const(target, e.value) if isinstance(e, ir.Const) and e.weak else e
         if isinstance(e, ir.Const):
             value = e.value
             if dtypes.is_float(target):
@@ -314,12 +316,17 @@ class ExpressionTyper:
                 return ir.Call(result, record, tuple(attempt))
         given = ", ".join(dtypes.type_name(a.type) for a in args)
         options = "; ".join(registry.candidates(key))
+        strong = [a.type for a in args if not (isinstance(a, ir.Const) and a.weak)]
+        name = f"operator {records[0].operator} ({key})" if records[0].operator else f"{key}()"
         hint = ""
-        strong = {a.type for a in args if not (isinstance(a, ir.Const) and a.weak)}
-        if len(strong) > 1:
-            hint = " Mixed types are never converted implicitly: cast one side, e.g. float(i)."
-        self.fail(node, f"{key}() has no overload for arguments ({given}). "
-                  f"It accepts: {options}.{hint}", KernelTypeError)
+        if len(set(strong)) > 1:
+            widest = max(strong, key=lambda t: (dtypes.is_float(t), t.bits))
+            hint = (" Types are never mixed implicitly: cast one side, e.g. "
+                    f"wp.{dtypes.type_name(widest)}(...).")
+        elif strong and all(dtypes.is_int(t) or t is dtypes.bool_ for t in strong):
+            hint = " Cast integers to a float type first, e.g. wp.float32(i) or float(i)."
+        self.fail(node, f"{name} does not accept ({given}). It accepts: {options}.{hint}",
+                  KernelTypeError)
 
     def fold(self, record, args: list[ir.Const]) -> ir.Const | None:
         """Fold an operator on two weak literals (``2 * 3``) so the result stays weak."""
@@ -368,4 +375,4 @@ class ExpressionTyper:
             return self.cast(node, e, target)
         self.fail(node, f"{what} has type {dtypes.type_name(target)} but the value has type "
                   f"{dtypes.type_name(e.type)}; cast explicitly, e.g. "
-                  f"{dtypes.type_name(target)}(...)", KernelTypeError)
+                  f"wp.{dtypes.type_name(target)}(...)", KernelTypeError)

@@ -59,9 +59,11 @@ class Overload:
         return self.output  # type: ignore[return-value]
 
     def signature(self) -> str:
-        params = ", ".join(f"{n}: {dtypes.type_name(t) if not isinstance(t, TypeVar) else t}"
-                           for n, t in self.inputs)
-        return f"({params})"
+        def spell(t: object) -> str:
+            if isinstance(t, TypeVar):
+                return "/".join(dtypes.type_name(a) for a in t.allowed)
+            return dtypes.type_name(t)
+        return "(" + ", ".join(f"{n}: {spell(t)}" for n, t in self.inputs) + ")"
 
 
 @dataclass(repr=False)
