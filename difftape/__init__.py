@@ -21,6 +21,49 @@ from difftape._src.dtypes import uint16 as uint16
 from difftape._src.dtypes import uint32 as uint32
 from difftape._src.dtypes import uint64 as uint64
 
+# category: vector, matrix, quaternion and transform types
+from difftape._src.composite import vec2 as vec2
+from difftape._src.composite import vec2f as vec2f
+from difftape._src.composite import vec3 as vec3
+from difftape._src.composite import vec3f as vec3f
+from difftape._src.composite import vec4 as vec4
+from difftape._src.composite import vec4f as vec4f
+from difftape._src.composite import vec2d as vec2d
+from difftape._src.composite import vec3d as vec3d
+from difftape._src.composite import vec4d as vec4d
+from difftape._src.composite import vec2h as vec2h
+from difftape._src.composite import vec3h as vec3h
+from difftape._src.composite import vec4h as vec4h
+from difftape._src.composite import vec2i as vec2i
+from difftape._src.composite import vec3i as vec3i
+from difftape._src.composite import vec4i as vec4i
+from difftape._src.composite import mat22 as mat22
+from difftape._src.composite import mat22f as mat22f
+from difftape._src.composite import mat33 as mat33
+from difftape._src.composite import mat33f as mat33f
+from difftape._src.composite import mat44 as mat44
+from difftape._src.composite import mat44f as mat44f
+from difftape._src.composite import mat22d as mat22d
+from difftape._src.composite import mat33d as mat33d
+from difftape._src.composite import mat44d as mat44d
+from difftape._src.composite import quat as quat
+from difftape._src.composite import quatf as quatf
+from difftape._src.composite import quatd as quatd
+from difftape._src.composite import quath as quath
+from difftape._src.composite import transform as transform
+from difftape._src.composite import transformf as transformf
+from difftape._src.composite import transformd as transformd
+from difftape._src.composite import spatial_vector as spatial_vector
+from difftape._src.composite import spatial_vectorf as spatial_vectorf
+from difftape._src.composite import spatial_vectord as spatial_vectord
+from difftape._src.composite import spatial_matrix as spatial_matrix
+from difftape._src.composite import spatial_matrixf as spatial_matrixf
+from difftape._src.composite import spatial_matrixd as spatial_matrixd
+from difftape._src.composite import vector as vector
+from difftape._src.composite import matrix as matrix
+from difftape._src.composite import vector as vec
+from difftape._src.composite import matrix as mat
+
 # category: arrays
 from difftape._src.array import array as array
 from difftape._src.array import array1d as array1d

@@ -29,7 +29,7 @@ def storage_shape(shape: tuple[int, ...], dtype: type) -> tuple[int, ...]:
     Scalars store one numpy element each. Vector and matrix dtypes will append their component
     dimensions here (``vec3`` → ``(*shape, 3)``); every other helper goes through this one.
     """
-    return tuple(shape)
+    return tuple(shape) + tuple(getattr(dtype, "_shape", ()))
 
 
 def inner_ndim(dtype: type) -> int:

@@ -85,8 +85,8 @@ def normalize_dtype(t: object) -> type | None:
 
     Returns None when ``t`` is not a scalar type spelling (vectors and structs are handled elsewhere).
     """
-    if is_scalar_type(t):
-        return t  # type: ignore[return-value]
+    if is_scalar_type(t) or hasattr(t, "_wp_scalar_type_") or hasattr(t, "_difftape_struct"):
+        return t  # type: ignore[return-value]  (composites and structs are their own dtype)
     if t in _PYTHON_ALIASES:
         return _PYTHON_ALIASES[t]  # type: ignore[index]
     try:
@@ -96,8 +96,15 @@ def normalize_dtype(t: object) -> type | None:
 
 
 def numpy_dtype(t: type) -> np.dtype:
-    """The numpy dtype that stores one scalar of type ``t``."""
-    return np.dtype(t._np)  # type: ignore[attr-defined]
+    """The numpy dtype that stores one scalar of type ``t`` (a composite's component type)."""
+    if hasattr(t, "_numpy_dtype"):
+        return t._numpy_dtype()  # structs: a structured dtype
+    return np.dtype(scalar_of(t)._np)  # type: ignore[attr-defined]
+
+
+def scalar_of(t: type) -> type:
+    """The scalar type of ``t``'s components (``t`` itself for scalars)."""
+    return getattr(t, "_wp_scalar_type_", t)
 
 
 def from_numpy_dtype(dt: np.dtype) -> type:

@@ -89,7 +89,7 @@ def _thread_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, sta
 
 def _scalar_param_copies(kernel: ir.KernelIR, body: list[ir.Stmt]) -> set[str]:
     """Scalar parameters the body assigns: each thread starts from its own copy."""
-    scalars = {p.symbol for p in kernel.params if not p.is_array}
+    scalars = {p.symbol for p in kernel.flat_params() if not p.is_array}
     return {s.target for s in ir.walk_stmts(body) if isinstance(s, ir.Assign)} & scalars
 
 
@@ -107,12 +107,13 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
         writer.write(body, inner, replay=False)
 
     copies = _scalar_param_copies(kernel, body)
-    params = [p.symbol + ("_in" if p.symbol in copies else "") for p in kernel.params]
+    flat = kernel.flat_params()
+    params = [p.symbol + ("_in" if p.symbol in copies else "") for p in flat]
     args = [f"dim{k}" for k in range(variant.rank)] + params
     if variant.parallel:
         args.insert(0, "nchunks")
     if adjoint:
-        arrays = [p.symbol for p in kernel.params if p.is_array]
+        arrays = [p.symbol for p in flat if p.is_array]
         args += [naming.adjoint_array(a) for a in arrays]
         args += [naming.has_adjoint_flag(a) for a in arrays]
         args += [naming.consume_flag(a) for a in arrays]

@@ -46,9 +46,10 @@ class Analysis:
 
 
 def analyze(body: list[ir.Stmt], kernel: ir.KernelIR) -> Analysis:
-    result = Analysis(params={p.symbol: p for p in kernel.params})
+    flat = kernel.flat_params()
+    result = Analysis(params={p.symbol: p for p in flat})
     sites: Counter[str] = Counter()
-    for p in kernel.params:
+    for p in flat:
         if not p.is_array:
             sites[p.symbol] += 1
 
@@ -95,8 +96,13 @@ def _propagate_activity(body: list[ir.Stmt], result: Analysis) -> None:
                 changed = True
 
 
-def classify_index(indices: tuple[ir.Expr, ...], kernel: ir.KernelIR, analysis: Analysis) -> str:
-    """How threads can collide on ``array[indices]``: PRIVATE, UNIFORM or SCATTER."""
+def classify_index(ref: ir.ArrayRef, indices: tuple[ir.Expr, ...], kernel: ir.KernelIR,
+                   analysis: Analysis) -> str:
+    """How threads can collide on ``array[indices]``: PRIVATE, UNIFORM or SCATTER.
+
+    Only the element indices count: trailing component indices of vector arrays are constants.
+    """
+    indices = indices[:ref.ndim]
     names = [e.name if isinstance(e, ir.Var) else None for e in indices]
     stable = analysis.single_assigned
     if kernel.tid_flat and names == [kernel.tid_flat] and kernel.tid_flat in stable:

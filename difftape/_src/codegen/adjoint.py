@@ -39,19 +39,19 @@ class AdjointWriter(ForwardWriter):
     # ------------------------------------------------------------ array adjoints
 
     def accumulate(self, ref: ir.ArrayRef, indices, g: str, out: SourceBuilder, temps) -> None:
-        if not dtypes.is_float(ref.dtype):
+        if not dtypes.is_float(dtypes.scalar_of(ref.dtype)):
             return
         p = ref.param
         idx = self.index_code(indices, temps, ref)
         flag, adj = naming.has_adjoint_flag(p), naming.adjoint_array(p)
-        if self.parallel and classify_index(indices, self.kernel, self.analysis) != PRIVATE:
+        if self.parallel and classify_index(ref, indices, self.kernel, self.analysis) != PRIVATE:
             self.runtime.add("rt_atomic_add")
             out.line(f"if {flag}: rt_atomic_add({adj}, ({idx},), {g})")
         else:
             out.line(f"if {flag}: {adj}[{idx}] += {g}")
 
     def has_gradient(self, ref: ir.ArrayRef) -> bool:
-        return dtypes.is_float(ref.dtype)
+        return dtypes.is_float(dtypes.scalar_of(ref.dtype))
 
     # ------------------------------------------------------------ statements
 

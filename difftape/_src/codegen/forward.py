@@ -104,7 +104,7 @@ class ForwardWriter(ExprCoder):
             return
         ref, value = s.array.param, self.code(s.value)
         idx = self.index_code(s.indices, ref=s.array)
-        mode = classify_index(s.indices, self.kernel, self.analysis)
+        mode = classify_index(s.array, s.indices, self.kernel, self.analysis)
         target = f"{s.result} = " if s.result else ""
         if self.parallel and mode in (SCATTER, UNIFORM):
             helper = f"rt_atomic_{s.op}"

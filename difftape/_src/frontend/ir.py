@@ -167,6 +167,8 @@ class Param:
     dtype: type
     is_array: bool
     ndim: int = 0
+    components: tuple[str, ...] = ()  # composite scalars: one generated parameter per component
+    flat: list | None = None  # structs: the generated parameters of every leaf field
 
 
 @dataclass(eq=False)
@@ -180,6 +182,21 @@ class KernelIR:
     written_arrays: frozenset[str] = frozenset()  # params stored to (plain store)
     read_arrays: frozenset[str] = frozenset()  # params loaded from
     stored_arrays: frozenset[str] = frozenset()  # params written by plain (non-atomic) stores
+
+    def flat_params(self) -> list[Param]:
+        """Generated-code parameters: composites split into one scalar parameter per component
+        (structs contribute their flattened fields through ``Param.components`` likewise)."""
+        flat = []
+        for p in self.params:
+            if p.flat is not None:
+                flat.extend(p.flat)
+            elif p.components:
+                scalar = getattr(p.dtype, "_wp_scalar_type_", p.dtype)
+                flat.extend(Param(f"{p.name}[{k}]", sym, scalar, False)
+                            for k, sym in enumerate(p.components))
+            else:
+                flat.append(p)
+        return flat
 
     @property
     def inplace_arrays(self) -> frozenset[str]:

@@ -9,14 +9,17 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .. import dtypes
+import typing
+
+from .. import composite, dtypes
 from ..codegen import naming
 from ..errors import KernelError, KernelNameError, KernelSyntaxError, KernelTypeError
 from . import ir
 from .fence import check_syntax
 from .resolve import GlobalScope
 from .source import ParsedSource
-from .typecheck import ExpressionTyper, compute_type, is_array_spec
+from .typecheck import ExpressionTyper, component_position, compute_type, is_array_spec
+from .values import CompLocal, CompValue
 
 _AUG_LOCAL = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Mod: "mod",
               ast.FloorDiv: "floordiv", ast.Pow: "pow", ast.BitAnd: "bit_and",
@@ -65,6 +68,7 @@ class Lowerer(ExpressionTyper):
         self.block: list[ir.Stmt] = []
         self.loops: list[int] = []
         self.current: ast.AST | None = None
+        self.part_scalar: type = dtypes.float32  # scalar type of the last component target
 
     # ------------------------------------------------------------ plumbing
 
@@ -87,13 +91,35 @@ class Lowerer(ExpressionTyper):
         self.ctx.locals[sym] = t
         return sym
 
-    def declare(self, name: str, t: type) -> str:
+    def declare(self, name: str, t: type):
+        """A new local for ``name``: a symbol, or a ``CompLocal`` (one symbol per component)."""
+        if composite.is_composite(t):
+            scalar = compute_type(dtypes.scalar_of(t))
+            syms = [self.unique_symbol(f"{name}_{k}", scalar) for k in range(t._length)]
+            self.scope[name] = CompLocal(t, syms)
+            return self.scope[name]
+        sym = self.unique_symbol(name, t)
+        self.scope[name] = (t, sym)
+        return sym
+
+    def unique_symbol(self, name: str, t: type) -> str:
         sym = naming.local_name(name, self.suffix)
         while sym in self.ctx.locals and self.ctx.locals[sym] is not t:
             sym += "_"
         self.ctx.locals[sym] = t
-        self.scope[name] = (t, sym)
         return sym
+
+    def stage(self, e: ir.Expr) -> ir.Expr:
+        """A copy of ``e`` in a fresh temporary (constants need none)."""
+        if isinstance(e, ir.Const):
+            return e
+        sym = self.new_temp(e.type)
+        self.emit(ir.Assign(target=sym, value=e))
+        return ir.Var(e.type, sym)
+
+    def assign_components(self, local: CompLocal, value: CompValue) -> None:
+        for sym, c in zip(local.syms, value.comps):
+            self.emit(ir.Assign(target=sym, value=c))
 
     def lower_block(self, stmts: list[ast.stmt]) -> list[ir.Stmt]:
         saved, self.block = self.block, []
@@ -140,22 +166,114 @@ class Lowerer(ExpressionTyper):
                 self.scope[target.id] = value
                 return None
             return self.assign_name(target, target.id, self.as_value(node.value, value))
-        if isinstance(target, ast.Subscript):
-            return self.store(target, self.value(node.value))
-        self.fail(target, f"cannot assign to {type(target).__name__} in kernels "
-                  "(component writes arrive with vector types)", KernelSyntaxError)
+        if isinstance(target, (ast.Subscript, ast.Attribute)):
+            return self.assign_part(target, self.operand(node.value))
+        self.fail(target, f"cannot assign to {type(target).__name__} in kernels",
+                  KernelSyntaxError)
 
-    def as_value(self, node: ast.AST, value) -> ir.Expr:
-        if isinstance(value, ir.Expr):
+    def assign_part(self, target: ast.Subscript | ast.Attribute, value) -> None:
+        """``x[i] = v``, ``v[0] = s``, ``v.x = s``, ``m[i, j] = s``, ``x[i].y = s``, ``s.f = v``."""
+        base = self.evaluate(target.value)
+        if isinstance(target, ast.Subscript) and isinstance(base, ir.ArrayRef):
+            return self.store(target, value)
+        if hasattr(base, "assign_field"):
+            return base.assign_field(self, target, value)
+        ref, indices, local = self.component_target(target)
+        if local is not None:
+            for sym, c in zip(local, self.part_components(target, value, len(local))):
+                self.emit(ir.Assign(target=sym, value=c))
+            return None
+        comps = self.part_components(target, value, len(indices))
+        self.ctx.written_arrays.add(ref.param)
+        self.ctx.stored_arrays.add(ref.param)
+        for idx, c in zip(indices, comps):
+            self.emit(ir.Store(array=ref, indices=idx, value=c))
+        return None
+
+    def part_components(self, target: ast.AST, value, count: int) -> list[ir.Expr]:
+        """The scalar components assigned to ``count`` slots (a scalar for one, a vector for a row)."""
+        scalar = self.part_scalar
+        if count == 1:
+            return [self.coerce_scalar(target, value, scalar)]
+        if not isinstance(value, CompValue) or len(value.comps) != count:
+            self.fail(target, f"this assignment needs {count} components", KernelTypeError)
+        return [self.coerce_to(target, c, scalar, "the component") for c in value.comps]
+
+    def component_target(self, target: ast.AST):
+        """Resolve an assignment target inside a composite: (array ref, index tuples, None) for an
+        array element's components, or (None, None, symbols) for a composite local's."""
+        chain = []
+        node = target
+        while isinstance(node, (ast.Subscript, ast.Attribute)):
+            chain.append(node)
+            node = node.value
+        root = self.evaluate(node)
+        chain.reverse()
+        if isinstance(root, ir.ArrayRef):
+            element = chain[0]
+            ref, full = self.store_target(element)
+            t, parts = ref.dtype, chain[1:]
+        elif isinstance(node, ast.Name) and isinstance(self.scope.get(node.id), CompLocal):
+            local = self.scope[node.id]
+            ref, full, t, parts = None, (), local.type, chain
+        else:
+            self.fail(target, f"'{ast.unparse(target)}' cannot be assigned to", KernelTypeError)
+        if not composite.is_composite(t):
+            self.fail(target, f"'{ast.unparse(target)}' is not a component of a vector, matrix, "
+                      "quaternion or transform", KernelTypeError)
+        positions = self.part_positions(target, t, parts)
+        self.part_scalar = compute_type(dtypes.scalar_of(t))
+        if ref is None:
+            return None, None, [local.syms[p] for p in positions]
+        shape_positions = [_storage_position(t, p) for p in positions]
+        return ref, [full + tuple(ir.Const(dtypes.int32, k) for k in sp)
+                     for sp in shape_positions], None
+
+    def part_positions(self, target: ast.AST, t: type, parts: list) -> list[int]:
+        """Flat component positions selected by a chain of ``[k]``/``.x`` on type ``t``."""
+        positions = list(range(t._length))
+        shape = list(t._shape)
+        for part in parts:
+            if isinstance(part, ast.Attribute):
+                pos = component_position(t, part.attr) if len(shape) == 1 else None
+                if pos is None:
+                    self.fail(part, f"{dtypes.type_name(t)} has no component '{part.attr}'",
+                              KernelTypeError)
+                positions = positions[pos] if isinstance(pos, slice) else [positions[pos]]
+                shape = [len(positions)] if isinstance(pos, slice) else []
+                continue
+            for idx in self.index_list(part.slice):
+                if not isinstance(idx, ir.Const) or not shape:
+                    self.fail(part, "components are assigned with constant indices",
+                              KernelTypeError)
+                k = int(idx.value)
+                stride = len(positions) // shape[0]
+                positions = positions[k * stride:(k + 1) * stride]
+                shape = shape[1:]
+        return positions
+
+    def as_value(self, node: ast.AST, value):
+        if isinstance(value, (ir.Expr, CompValue)):
             return value
         if value is None:
             self.fail(node, "this function returns no value", KernelTypeError)
         return self.value(node)
 
-    def assign_name(self, node: ast.AST, name: str, value: ir.Expr, declared: type | None = None):
+    def assign_name(self, node: ast.AST, name: str, value, declared: type | None = None):
         binding = self.scope.get(name)
         if isinstance(binding, ir.ArrayRef):
             self.fail(node, f"'{name}' is an array; arrays cannot be reassigned inside kernels")
+        if isinstance(value, CompValue) or isinstance(binding, CompLocal):
+            if binding is None:
+                binding = self.declare(name, value.type)
+            if not isinstance(binding, CompLocal) or not isinstance(value, CompValue) or \
+                    binding.type is not value.type:
+                old = binding.type if isinstance(binding, CompLocal) else binding[0]
+                self.fail(node, f"variable '{name}' has type {dtypes.type_name(old)} but the "
+                          f"value has type {dtypes.type_name(value.type)}", KernelTypeError)
+            return self.assign_components(binding, value)
+        if binding is not None and not isinstance(binding, tuple):
+            return binding.assign(self, node, value)  # struct locals
         if binding is None:
             t = declared or value.type
             if isinstance(value, ir.Const) and value.weak and declared is None:
@@ -178,6 +296,10 @@ class Lowerer(ExpressionTyper):
         staged = []
         for v in values:
             if isinstance(v, ir.Const):
+                staged.append(v)
+            elif isinstance(v, CompValue):
+                staged.append(CompValue(v.type, [self.stage(c) for c in v.comps]))
+            elif not isinstance(v, ir.Expr):
                 staged.append(v)
             else:
                 sym = self.new_temp(v.type)
@@ -207,22 +329,51 @@ class Lowerer(ExpressionTyper):
         if key is None:
             self.fail(node, f"augmented operator {type(node.op).__name__} is not supported",
                       KernelSyntaxError)
-        rhs = self.value(node.value)
+        rhs = self.operand(node.value)
         target = node.target
         if isinstance(target, ast.Name):
-            current = self.value(target)
+            current = self.operand(target)
             return self.assign_name(target, target.id, self.call_builtin(node, key, [current, rhs]))
-        if isinstance(target, ast.Subscript):
-            ref, indices = self.store_target(target)
-            value = self.coerce_to(node, rhs, compute_type(ref.dtype), "the array element")
-            if key in ("add", "sub"):  # Warp: x[i] += v is an atomic add
-                self.ctx.written_arrays.add(ref.param)
-                return self.emit(ir.Atomic(op=key, array=ref, indices=indices, value=value))
-            self.note_read(ref)
-            loaded = ir.Load(compute_type(ref.dtype), ref, indices)
-            return self.store(target, self.call_builtin(node, key, [loaded, value]))
-        self.fail(target, "augmented assignment needs a name or an array element",
-                  KernelSyntaxError)
+        if not isinstance(target, (ast.Subscript, ast.Attribute)):
+            self.fail(target, "augmented assignment needs a name, an array element or a "
+                      "component", KernelSyntaxError)
+        base = self.evaluate(target.value)
+        if key in ("add", "sub"):  # Warp: x[i] += v on array memory is an atomic add
+            if isinstance(target, ast.Subscript) and isinstance(base, ir.ArrayRef):
+                ref, indices = self.store_target(target)
+                return self.emit_atomics(target, key, ref, [indices], rhs, ref.dtype)
+            if not hasattr(base, "assign_field"):
+                ref, indices, local = self.component_target(target)
+                if ref is not None:
+                    t = _part_type(ref.dtype, len(indices))
+                    return self.emit_atomics(target, key, ref, indices, rhs, t)
+        current = self.operand(target)
+        if isinstance(current, ir.Load):
+            self.note_read(current.array)
+        return self.assign_part(target, self.call_builtin(node, key, [current, rhs]))
+
+    def emit_atomics(self, node: ast.AST, op: str, ref: ir.ArrayRef, indices: list, value,
+                     t: type, result: bool = False):
+        """One atomic per component slot (``indices`` are full index tuples, one per slot)."""
+        scalar = compute_type(dtypes.scalar_of(ref.dtype))
+        if composite.is_composite(t) and len(indices) == 1:
+            indices = [indices[0] + tuple(ir.Const(dtypes.int32, k) for k in pos)
+                       for pos in _slot_positions(t)]
+        if len(indices) == 1:
+            comps = [self.coerce_scalar(node, value, scalar)]
+        elif not isinstance(value, CompValue) or value.type is not t:
+            self.fail(node, f"the value must be a {dtypes.type_name(t)}", KernelTypeError)
+        else:
+            comps = value.comps
+        self.ctx.written_arrays.add(ref.param)
+        results = []
+        for idx, c in zip(indices, comps):
+            sym = self.new_temp(scalar) if result else None
+            self.emit(ir.Atomic(op=op, array=ref, indices=idx, value=c, result=sym))
+            results.append(ir.Var(scalar, sym) if sym else None)
+        if not result:
+            return None
+        return CompValue(t, results) if composite.is_composite(t) else results[0]
 
     def store_target(self, target: ast.Subscript) -> tuple[ir.ArrayRef, tuple[ir.Expr, ...]]:
         base = self.evaluate(target.value)
@@ -236,11 +387,20 @@ class Lowerer(ExpressionTyper):
                       f"{len(indices)} given", KernelTypeError)
         return base, full
 
-    def store(self, target: ast.Subscript, value: ir.Expr) -> None:
+    def store(self, target: ast.Subscript, value) -> None:
         ref, indices = self.store_target(target)
-        value = self.coerce_to(target, value, compute_type(ref.dtype), "the array element")
         self.ctx.written_arrays.add(ref.param)
         self.ctx.stored_arrays.add(ref.param)
+        if composite.is_composite(ref.dtype):
+            if not isinstance(value, CompValue) or value.type is not ref.dtype:
+                got = dtypes.type_name(value.type)
+                self.fail(target, f"the array element has type {dtypes.type_name(ref.dtype)} "
+                          f"but the value has type {got}", KernelTypeError)
+            for pos, c in zip(_slot_positions(ref.dtype), value.comps):
+                self.emit(ir.Store(array=ref, indices=indices + tuple(
+                    ir.Const(dtypes.int32, k) for k in pos), value=c))
+            return
+        value = self.coerce_scalar(target, value, compute_type(ref.dtype))
         self.emit(ir.Store(array=ref, indices=indices, value=value))
 
     # ------------------------------------------------------------ thread index
@@ -368,16 +528,32 @@ class Lowerer(ExpressionTyper):
         values = values if isinstance(values, tuple) else (self.as_value(node.value, values),)
         if self.region.results is None:
             self.region.results = []
-            for v in values:
+            for k, v in enumerate(values):
                 t = v.type
                 if isinstance(v, ir.Const) and v.weak:
                     t = dtypes.float32 if dtypes.is_float(t) else dtypes.int32
-                self.region.results.append((t, self.new_temp(t)))
+                if hasattr(v, "new_like"):  # struct values
+                    self.region.results.append(v.new_like(self, f"ret{k}"))
+                elif composite.is_composite(t):
+                    syms = [self.new_temp(c.type) for c in v.comps]
+                    self.region.results.append(CompLocal(t, syms))
+                else:
+                    self.region.results.append((t, self.new_temp(t)))
         if len(values) != len(self.region.results):
             self.fail(node, f"this return gives {len(values)} value(s) but an earlier return "
                       f"gave {len(self.region.results)}", KernelTypeError)
-        for v, (t, sym) in zip(values, self.region.results):
-            self.emit(ir.Assign(target=sym, value=self.coerce_to(node, v, t, "the return value")))
+        for v, slot in zip(values, self.region.results):
+            if isinstance(slot, tuple):
+                t, sym = slot
+                self.emit(ir.Assign(target=sym, value=self.coerce_to(node, v, t,
+                                                                     "the return value")))
+            elif isinstance(slot, CompLocal):
+                if not isinstance(v, CompValue) or v.type is not slot.type:
+                    self.fail(node, f"this return value must be a {dtypes.type_name(slot.type)}",
+                              KernelTypeError)
+                self.assign_components(slot, v)
+            else:
+                slot.assign(self, node, v)
         self.emit(ir.Return(region=self.region.region))
 
     # ------------------------------------------------------------ expression forms needing statements
@@ -406,10 +582,21 @@ class Lowerer(ExpressionTyper):
         from ..ops import registry
         return registry.lookup(key)[0]
 
-    def conditional_value(self, node: ast.IfExp) -> ir.Expr:
+    def conditional_value(self, node: ast.IfExp):
         cond = self.truth(node.test, self.value(node.test))
-        a, pre_a = self.capture(self.value, node.body)
-        b, pre_b = self.capture(self.value, node.orelse)
+        a, pre_a = self.capture(self.operand, node.body)
+        b, pre_b = self.capture(self.operand, node.orelse)
+        if isinstance(a, CompValue) or isinstance(b, CompValue):
+            if not (isinstance(a, CompValue) and isinstance(b, CompValue) and a.type is b.type):
+                self.fail(node, "both branches of a conditional expression must have the same "
+                          "type", KernelTypeError)
+            syms = [self.new_temp(c.type) for c in a.comps]
+            self.emit(ir.If(cond=cond,
+                            body=[*pre_a, *(ir.Assign(target=t, value=c)
+                                            for t, c in zip(syms, a.comps))],
+                            orelse=[*pre_b, *(ir.Assign(target=t, value=c)
+                                              for t, c in zip(syms, b.comps))]))
+            return CompValue(a.type, [ir.Var(c.type, t) for c, t in zip(a.comps, syms)])
         if a.type is not b.type:
             if isinstance(a, ir.Const) and a.weak:
                 a = self.coerce_to(node.body, a, b.type, "the other branch")
@@ -433,13 +620,9 @@ class Lowerer(ExpressionTyper):
         if len(full) != ref.ndim:
             self.fail(node, f"{key}() needs {ref.view_ndim} index(es) for this array, "
                       f"{len(indices)} given", KernelTypeError)
-        value = self.coerce_to(node.args[-1], self.value(node.args[-1]), compute_type(ref.dtype),
-                               f"the value passed to {key}()")
-        self.ctx.written_arrays.add(ref.param)
-        result = self.new_temp(compute_type(ref.dtype))
-        self.emit(ir.Atomic(op=key.removeprefix("atomic_"), array=ref, indices=full,
-                            value=value, result=result))
-        return ir.Var(compute_type(ref.dtype), result)
+        value = self.operand(node.args[-1])
+        return self.emit_atomics(node.args[-1], key.removeprefix("atomic_"), ref, [full], value,
+                                 ref.dtype, result=True)
 
     def call_print(self, node: ast.Call) -> None:
         values = []
@@ -485,13 +668,21 @@ class Lowerer(ExpressionTyper):
         self.emit(ir.Region(region=region.region, body=child.block + body))
         if not region.results:
             return None
-        results = tuple(ir.Var(t, sym) for t, sym in region.results)
+        results = tuple(ir.Var(slot[0], slot[1]) if isinstance(slot, tuple) else slot.value()
+                        for slot in region.results)
         return results[0] if len(results) == 1 else results
 
     def bind_parameter(self, child: Lowerer, func, name: str, ann, arg, arg_node: ast.AST) -> None:
         if ann is None:
             self.fail(arg_node, f"parameter '{name}' of function '{func.key}' has no type "
                       "annotation", KernelTypeError)
+        if is_array_spec(ann) and getattr(ann, "generic_dtype", False) and \
+                isinstance(arg, ir.ArrayRef) and arg.view_ndim == ann.ndim:
+            child.scope[name] = arg
+            return
+        if ann is typing.Any and isinstance(arg, ir.ArrayRef):
+            child.scope[name] = arg
+            return
         if is_array_spec(ann):
             expected_dtype = dtypes.normalize_dtype(ann.dtype)
             if not isinstance(arg, ir.ArrayRef) or arg.view_ndim != ann.ndim or \
@@ -504,11 +695,27 @@ class Lowerer(ExpressionTyper):
                           f"got {got}", KernelTypeError)
             child.scope[name] = arg
             return
-        declared = dtypes.normalize_dtype(ann)
+        value = self.as_value(arg_node, arg) if not hasattr(arg, "new_like") else arg
+        declared = value.type if ann is typing.Any else dtypes.normalize_dtype(ann)
         if declared is None:
             self.fail(arg_node, f"parameter '{name}' of function '{func.key}' has an unsupported "
                       f"annotation {ann!r}", KernelTypeError)
-        value = self.as_value(arg_node, arg)
+        if hasattr(value, "new_like"):  # struct argument: copy into the function's own local
+            local = value.new_like(child, name)
+            saved, child.block = child.block, []
+            local.assign(child, arg_node, value)
+            child.block = saved + child.block
+            return
+        if isinstance(value, CompValue):
+            if value.type is not declared:
+                self.fail(arg_node, f"argument '{name}' of function '{func.key}' expects "
+                          f"{dtypes.type_name(declared)}, got {dtypes.type_name(value.type)}",
+                          KernelTypeError)
+            local = child.declare(name, declared)
+            for sym, c in zip(local.syms, value.comps):
+                child.block.append(ir.Assign(target=sym, value=c, line=self.parsed.file_line(
+                    arg_node), text=self.parsed.line_text(arg_node), file=self.parsed.filename))
+            return
         value = self.coerce_to(arg_node, value, declared,
                                f"parameter '{name}' of function '{func.key}'")
         sym = child.declare(name, declared)
@@ -546,6 +753,16 @@ def lower_kernel(fn, key: str) -> ir.KernelIR:
             raise KernelTypeError(
                 f"parameter '{arg.arg}' {what}; annotate it, e.g. x: wp.array(dtype=float) or "
                 "scale: float", kernel=key, location=parsed.locate(arg))
+        if composite.is_composite(dtype):
+            scalar = compute_type(dtypes.scalar_of(dtype))
+            comps = tuple(naming.local_name(f"{arg.arg}_{k}") for k in range(dtype._length))
+            params.append(ir.Param(arg.arg, sym, dtype, False, components=comps))
+            scope[arg.arg] = CompLocal(dtype, list(comps))
+            continue
+        if hasattr(dtype, "_difftape_struct"):
+            params.append(ir.Param(arg.arg, sym, dtype, False))
+            scope[arg.arg] = dtype._difftape_struct.param_value(arg.arg, sym)
+            continue
         params.append(ir.Param(arg.arg, sym, dtype, False))
         scope[arg.arg] = (compute_type(dtype), sym)
     lowerer = Lowerer(ctx, parsed, globals_, scope, RegionInfo(0))
@@ -555,3 +772,21 @@ def lower_kernel(fn, key: str) -> ir.KernelIR:
         tid_flat=ctx.tid_flat, written_arrays=frozenset(ctx.written_arrays),
         read_arrays=frozenset(ctx.read_arrays), stored_arrays=frozenset(ctx.stored_arrays),
     )
+
+
+def _slot_positions(t: type) -> list[tuple[int, ...]]:
+    """Storage index tuples of a composite's components, row-major."""
+    if len(t._shape) == 1:
+        return [(k,) for k in range(t._shape[0])]
+    return [(r, c) for r in range(t._shape[0]) for c in range(t._shape[1])]
+
+
+def _storage_position(t: type, flat: int) -> tuple[int, ...]:
+    return _slot_positions(t)[flat]
+
+
+def _part_type(t: type, count: int) -> type:
+    """The type of ``count`` components of composite ``t`` assigned together (scalar or row)."""
+    if count == 1:
+        return dtypes.scalar_of(t)
+    return composite.vector_type(count, dtypes.scalar_of(t))

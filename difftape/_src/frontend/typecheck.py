@@ -12,11 +12,12 @@ import builtins
 import math
 import types as pytypes
 
-from .. import dtypes
+from .. import composite, dtypes
 from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
 from ..ops import registry
 from . import ir
 from .resolve import MISSING
+from .values import CompLocal, CompValue, Traced, Tracer
 
 _BINOPS = {
     ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Mod: "mod",
@@ -53,9 +54,17 @@ class ExpressionTyper:
     # ------------------------------------------------------------ entry points
 
     def value(self, node: ast.AST) -> ir.Expr:
-        """A scalar-valued expression (not an array, module or tuple)."""
+        """A scalar-valued expression (not an array, module, tuple or composite)."""
+        result = self.operand(node)
+        if isinstance(result, CompValue):
+            self.fail(node, f"a {dtypes.type_name(result.type)} value cannot be used here; a "
+                      "scalar is needed (index a component, e.g. v[0])", KernelTypeError)
+        return result
+
+    def operand(self, node: ast.AST):
+        """A scalar expression or a composite value (vec3, mat33, quat…)."""
         result = self.evaluate(node)
-        if isinstance(result, ir.Expr):
+        if isinstance(result, (ir.Expr, CompValue)):
             return result
         if isinstance(result, ir.ArrayRef):
             self.fail(node, "an array cannot be used as a value here; index it, e.g. x[i]",
@@ -97,6 +106,10 @@ class ExpressionTyper:
         if binding is not None:
             if isinstance(binding, ir.ArrayRef):
                 return binding
+            if isinstance(binding, CompLocal):
+                return binding.value()
+            if not isinstance(binding, tuple):
+                return binding  # struct values
             return ir.Var(binding[0], binding[1])
         obj = self.globals_.lookup(node.id)
         if obj is MISSING:
@@ -118,6 +131,10 @@ class ExpressionTyper:
                 return ("shape", base)
             self.fail(node, f"arrays have no attribute '{node.attr}' inside kernels "
                       "(use x.shape[k] or len(x))", KernelTypeError)
+        if isinstance(base, CompValue):
+            return self.component_attribute(node, base)
+        if hasattr(base, "field_value"):
+            return base.field_value(self, node)
         if isinstance(base, ir.Expr):
             self.fail(node, f"values of type {dtypes.type_name(base.type)} have no attribute "
                       f"'{node.attr}'", KernelTypeError)
@@ -142,6 +159,8 @@ class ExpressionTyper:
             return ir.Shape(dtypes.int32, ref, len(ref.prefix) + axis)
         if isinstance(base, ir.ArrayRef):
             return self.index_array(node, base, self.index_list(node.slice))
+        if isinstance(base, CompValue):
+            return self.component(node, base, self.index_list(node.slice))
         if isinstance(base, ir.Expr):
             self.fail(node, f"'{ast.unparse(node.value)}' is a {dtypes.type_name(base.type)} "
                       "scalar; only arrays can be indexed", KernelTypeError)
@@ -167,6 +186,11 @@ class ExpressionTyper:
         full = ref.prefix + tuple(indices)
         if len(full) == ref.ndim:
             self.note_read(ref)
+            if composite.is_composite(ref.dtype):
+                scalar = compute_type(dtypes.scalar_of(ref.dtype))
+                return CompValue(ref.dtype, [ir.Load(scalar, ref, full + tuple(
+                    ir.Const(dtypes.int32, k) for k in position))
+                    for position in _positions(ref.dtype)])
             return ir.Load(compute_type(ref.dtype), ref, full)
         return ir.ArrayRef(ref.param, ref.dtype, ref.ndim, tuple(self.freeze(e) for e in full))
 
@@ -190,12 +214,14 @@ class ExpressionTyper:
         key = _BINOPS.get(type(node.op))
         if key is None:
             self.fail(node, f"operator {type(node.op).__name__} is not supported", KernelSyntaxError)
-        return self.call_builtin(node, key, [self.value(node.left), self.value(node.right)])
+        return self.call_builtin(node, key, [self.operand(node.left), self.operand(node.right)])
 
     def eval_UnaryOp(self, node: ast.UnaryOp):
-        operand = self.value(node.operand)
+        operand = self.operand(node.operand)
         if isinstance(node.op, ast.Not):
             return self.call_builtin(node, "logical_not", [self.truth(node.operand, operand)])
+        if isinstance(operand, CompValue):
+            return self.call_builtin(node, _UNARY[type(node.op)], [operand])
         if isinstance(operand, ir.Const) and isinstance(node.op, ast.USub) and \
                 operand.type is not dtypes.bool_:
             return ir.Const(operand.type, -operand.value, weak=operand.weak)
@@ -230,7 +256,7 @@ class ExpressionTyper:
         return self.conditional_value(node)
 
     def eval_Tuple(self, node: ast.Tuple):
-        return tuple(self.value(e) for e in node.elts)
+        return tuple(self.operand(e) for e in node.elts)
 
     # ------------------------------------------------------------ calls
 
@@ -243,6 +269,8 @@ class ExpressionTyper:
                 self.fail(node, "keyword arguments are not supported in function calls yet",
                           KernelSyntaxError)
             return self.inline_call(node, func, [self.evaluate(a) for a in node.args])
+        if composite.is_composite(func):
+            return self.construct(node, func)
         if func in _CASTS or dtypes.is_scalar_type(func):
             target = _CASTS.get(func) or func
             if len(node.args) != 1 or node.keywords:
@@ -274,7 +302,7 @@ class ExpressionTyper:
         if key == "tid":
             self.fail(node, "wp.tid() must be assigned directly: i = wp.tid() or i, j = wp.tid()",
                       KernelSyntaxError)
-        return self.call_builtin(node, key, [self.value(a) for a in node.args])
+        return self.call_builtin(node, key, [self.operand(a) for a in node.args])
 
     def call_len(self, node: ast.Call):
         if len(node.args) != 1:
@@ -286,6 +314,9 @@ class ExpressionTyper:
 
     def cast(self, node: ast.AST, e: ir.Expr, target: type) -> ir.Expr:
         """``e`` as ``target``; an explicit cast of a literal gives a fixed (non-weak) type."""
+        if isinstance(e, CompValue):
+            self.fail(node, f"a {dtypes.type_name(e.type)} cannot be cast to "
+                      f"{dtypes.type_name(target)}", KernelTypeError)
         if e.type is target:
             return ir.Const(target, e.value) if isinstance(e, ir.Const) and e.weak else e
         if isinstance(e, ir.Const):
@@ -308,6 +339,8 @@ class ExpressionTyper:
             found = registry.resolve(key, tuple(a.type for a in attempt))
             if found is not None:
                 record, result = found
+                if record.impl == "composite":
+                    return self.expand_composite(node, record, result, attempt)
                 if all(isinstance(a, ir.Const) for a in attempt) and record.operator and \
                         all(a.weak for a in attempt):
                     folded = self.fold(record, attempt)
@@ -348,8 +381,9 @@ class ExpressionTyper:
             return
         targets = []
         for a, w in zip(args, weak):
-            if not w and a.type is not dtypes.bool_ and a.type not in targets:
-                targets.append(a.type)
+            t = dtypes.scalar_of(a.type)
+            if not w and t is not dtypes.bool_ and t not in targets:
+                targets.append(t)
         if any(w and dtypes.is_float(a.type) for a, w in zip(args, weak)):
             targets.append(dtypes.float32)
         targets.append(dtypes.int32)
@@ -370,9 +404,160 @@ class ExpressionTyper:
         """``e`` converted to ``target`` if it is a compatible weak literal; else a type error."""
         if e.type is target:
             return e
+        if isinstance(e, CompValue) and composite.is_composite(target) and \
+                e.type._shape == target._shape and e.type._kind == target._kind:
+            self.fail(node, f"{what} has type {dtypes.type_name(target)} but the value has type "
+                      f"{dtypes.type_name(e.type)}; convert it, e.g. "
+                      f"wp.{dtypes.type_name(target)}(...)", KernelTypeError)
         if isinstance(e, ir.Const) and e.weak and (dtypes.is_float(target) or
                                                     not dtypes.is_float(e.type)):
             return self.cast(node, e, target)
         self.fail(node, f"{what} has type {dtypes.type_name(target)} but the value has type "
                   f"{dtypes.type_name(e.type)}; cast explicitly, e.g. "
                   f"wp.{dtypes.type_name(target)}(...)", KernelTypeError)
+
+    # ------------------------------------------------------------ composites
+
+    def expand_composite(self, node, record, result: type, args: list):
+        """Run a composite builtin on traced components: its scalar operations become IR."""
+        tracer = Tracer(self, node)
+        lists = [self.traced_components(a, tracer) for a in args]
+        return self.from_components(node, record.forward(*lists), result)
+
+    def traced_components(self, value, tracer: Tracer):
+        if not isinstance(value, CompValue):
+            return tracer.wrap(value)
+        comps = [tracer.wrap(self.atomic_expr(c)) for c in value.comps]
+        if composite.is_matrix(value.type):
+            cols = value.type._shape[1]
+            return [comps[r * cols:(r + 1) * cols] for r in range(value.type._shape[0])]
+        return comps
+
+    def atomic_expr(self, e: ir.Expr) -> ir.Expr:
+        """``e`` itself if cheap to repeat (variable, constant, load), else a temporary holding it."""
+        if isinstance(e, (ir.Var, ir.Const, ir.Load)):
+            return e
+        sym = self.new_temp(e.type)
+        self.emit(ir.Assign(target=sym, value=e))
+        return ir.Var(e.type, sym)
+
+    def from_components(self, node, out, t: type):
+        """A composite builtin's result (component list, rows, or scalar) as a typed value."""
+        if not composite.is_composite(t):
+            return self.component_expr(node, out, t)
+        flat = [c for row in out for c in row] if composite.is_matrix(t) else list(out)
+        scalar = dtypes.scalar_of(t)
+        comps = [self.component_expr(node, c, scalar) for c in flat]
+        return CompValue(t, [self.atomic_expr(c) if _size(c) > 12 else c for c in comps])
+
+    def component_expr(self, node, c, t: type) -> ir.Expr:
+        if isinstance(c, Traced):
+            c = c.expr
+        elif isinstance(c, (bool, int, float)):
+            c = ir.Const(t, c)
+        if isinstance(c, ir.Const) and c.weak:
+            return self.cast(node, c, t)
+        return c
+
+    def construct(self, node: ast.Call, t: type) -> CompValue:
+        """``wp.vec3(x, y, z)``, ``wp.vec3(s)``, ``wp.vec3()``, ``wp.vec3d(v)``, ``wp.mat22(a, b, c, d)``,
+        ``wp.mat33(c0, c1, c2)`` (columns, as Warp), ``wp.transform(p, q)``."""
+        if node.keywords:
+            self.fail(node, f"{dtypes.type_name(t)}() takes positional arguments only in kernels",
+                      KernelSyntaxError)
+        scalar = dtypes.scalar_of(t)
+        args = [self.operand(a) for a in node.args]
+        comps: list = []
+        if not args:
+            comps = [ir.Const(scalar, 0)] * t._length
+        elif len(args) == 1 and isinstance(args[0], CompValue):
+            if args[0].type._length != t._length:
+                self.fail(node, f"cannot build a {dtypes.type_name(t)} from a "
+                          f"{dtypes.type_name(args[0].type)}", KernelTypeError)
+            comps = [self.cast(node, c, scalar) for c in args[0].comps]
+        elif len(args) == 1:
+            comps = [self.coerce_scalar(node, args[0], scalar)] * t._length
+        elif all(isinstance(a, CompValue) for a in args):
+            parts = [a.comps for a in args]
+            if composite.is_matrix(t):  # columns
+                parts = [[col[r] for col in parts] for r in range(t._shape[0])]
+            comps = [c for part in parts for c in part]
+        else:
+            comps = [self.coerce_scalar(n, a, scalar) for n, a in zip(node.args, args)]
+        if len(comps) != t._length:
+            self.fail(node, f"{dtypes.type_name(t)}() needs {t._length} components (or one "
+                      f"scalar to broadcast), got {len(comps)}", KernelTypeError)
+        for c in comps:
+            if c.type is not scalar:
+                self.fail(node, f"{dtypes.type_name(t)}() components must be "
+                          f"{dtypes.type_name(scalar)}, got {dtypes.type_name(c.type)}",
+                          KernelTypeError)
+        return CompValue(t, comps)
+
+    def coerce_scalar(self, node, e, scalar: type) -> ir.Expr:
+        if isinstance(e, CompValue):
+            self.fail(node, f"expected a {dtypes.type_name(scalar)} scalar, got a "
+                      f"{dtypes.type_name(e.type)}", KernelTypeError)
+        return self.coerce_to(node, e, scalar, "the component")
+
+    def component(self, node: ast.AST, value: CompValue, indices: list[ir.Expr]):
+        t = value.type
+        if composite.is_matrix(t):
+            rows = value.rows()
+            if len(indices) == 2:
+                return self.select(node, [self.select(node, row, indices[1]) for row in rows],
+                                   indices[0])
+            if len(indices) == 1:
+                return CompValue(composite.row_type(t), [
+                    self.select(node, [row[c] for row in rows], indices[0])
+                    for c in range(t._shape[1])])
+        elif len(indices) == 1:
+            return self.select(node, value.comps, indices[0])
+        self.fail(node, f"a {dtypes.type_name(t)} takes {len(t._shape)} index(es), "
+                  f"{len(indices)} given", KernelTypeError)
+
+    def select(self, node: ast.AST, options: list, index: ir.Expr):
+        """``options[index]``: direct for constant indices, a ``where`` chain otherwise."""
+        if isinstance(index, ir.Const):
+            k = int(index.value)
+            if not -len(options) <= k < len(options):
+                self.fail(node, f"component index {k} is out of range for {len(options)} "
+                          "components", KernelTypeError)
+            return options[k]
+        result = options[-1]
+        for k in range(len(options) - 2, -1, -1):
+            test = self.call_builtin(node, "eq", [index, ir.Const(dtypes.int32, k, weak=True)])
+            result = self.call_builtin(node, "where", [test, options[k], result])
+        return result
+
+    def component_attribute(self, node: ast.Attribute, value: CompValue):
+        position = component_position(value.type, node.attr)
+        if position is None:
+            self.fail(node, f"{dtypes.type_name(value.type)} has no component '{node.attr}'",
+                      KernelTypeError)
+        if isinstance(position, slice):
+            part = (composite.quaternion_type(dtypes.scalar_of(value.type)) if node.attr == "q"
+                    else composite.vector_type(3, dtypes.scalar_of(value.type)))
+            return CompValue(part, value.comps[position])
+        return value.comps[position]
+
+
+def component_position(t: type, name: str):
+    """Index (or slice) of a named component: x/y/z/w of vectors and quaternions, p/q of transforms."""
+    named = {"x": 0, "y": 1, "z": 2, "w": 3}
+    if t._kind in ("vector", "quaternion") and name in named and named[name] < t._length:
+        return named[name]
+    if t._kind == "transform" and name in ("p", "q"):
+        return slice(0, 3) if name == "p" else slice(3, 7)
+    return None
+
+
+def _positions(t: type) -> list[tuple[int, ...]]:
+    """Storage index tuples of a composite's components, row-major."""
+    if len(t._shape) == 1:
+        return [(k,) for k in range(t._shape[0])]
+    return [(r, c) for r in range(t._shape[0]) for c in range(t._shape[1])]
+
+
+def _size(e) -> int:
+    return sum(1 for _ in ir.walk_expr(e)) if isinstance(e, ir.Expr) else 1

@@ -4,6 +4,6 @@ Importing this package imports every ops module, and that registers all builtins
 ``import difftape._src.ops``, ``registry.all_builtins()`` lists them all.
 """
 
-from . import arithmetic, atomic, registry, scalar
+from . import arithmetic, atomic, quat, registry, scalar, vector
 
-__all__ = ["arithmetic", "atomic", "registry", "scalar"]
+__all__ = ["arithmetic", "atomic", "quat", "registry", "scalar", "vector"]

@@ -11,6 +11,7 @@ Conventions every record follows:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -85,9 +86,15 @@ class Builtin:
     impl: str | None = None  # name of a codegen special form (atomics, tid, casts); see codegen
     tolerance: float = 1e-6  # relative tolerance of the finite-difference check
     symbol: str = ""  # name of the forward in generated code (wp_sin); the adjoint is adj_ + symbol
+    # Composite builtins (impl="composite") take component lists and are expanded by the frontend
+    # into scalar builtin calls, so their derivative follows from the scalar rules.
+    match: Callable | None = None  # arg types -> result type, or None when they do not fit
+    examples: tuple = ()  # argument type tuples the tests instantiate
 
     @property
     def param_names(self) -> tuple[str, ...]:
+        if not self.overloads:
+            return tuple(inspect.signature(self.forward).parameters)
         return tuple(n for n, _ in self.overloads[0].inputs)
 
     @property
@@ -100,7 +107,19 @@ class Builtin:
         return fn
 
     def __call__(self, *args):
-        """Python-scope call (``wp.sin(0.5)``): the record of this key matching the argument types."""
+        """Python-scope call (``wp.sin(0.5)``): the record of this key matching the argument types.
+
+        Called with traced values (inside a composite builtin being expanded), it records the
+        call in the tracer instead of computing.
+        """
+        for a in args:
+            tracer = getattr(a, "_difftape_tracer", None)
+            if tracer is not None:
+                return tracer.call(self.key, args)
+        if self.impl == "composite" or any(hasattr(a, "_wp_scalar_type_") for a in args):
+            from .components import python_scope_call
+
+            return python_scope_call(self.key, args)
         types_ = tuple(_python_type(a) for a in args)
         found = resolve(self.key, types_) if None not in types_ else None
         return (found[0] if found else self).forward(*args)
@@ -109,6 +128,8 @@ class Builtin:
         return f"<difftape builtin {self.key}>"
 
     def resolve(self, arg_types: tuple[type, ...]) -> type | None:
+        if self.match is not None:
+            return self.match(arg_types)
         for ov in self.overloads:
             result = ov.bind(arg_types)
             if result is not None:
@@ -166,11 +187,49 @@ def builtin(
             sample=dict(sample or {}), reference=reference, side_effect=side_effect,
             operator=operator, impl=impl, tolerance=tolerance,
         )
-        same_key = _REGISTRY.setdefault(record.key, [])
-        record.symbol = f"wp_{record.key}" + (f"_{len(same_key)}" if same_key else "")
-        same_key.append(record)
-        _BY_SYMBOL[record.symbol] = record
-        return record
+        return _register(record)
+
+    return decorate
+
+
+def _register(record: Builtin) -> Builtin:
+    same_key = _REGISTRY.setdefault(record.key, [])
+    record.symbol = f"wp_{record.key}" + (f"_{len(same_key)}" if same_key else "")
+    same_key.append(record)
+    _BY_SYMBOL[record.symbol] = record
+    return record
+
+
+def composite(
+    key: str | None = None,
+    *,
+    group: str,
+    match: Callable,
+    examples: list[tuple],
+    differentiable: dict[str, bool] | bool = True,
+    reason: str = "",
+    sample: dict[str, tuple[float, float]] | None = None,
+    tolerance: float = 1e-6,
+) -> Callable[[Callable], Builtin]:
+    """Register a builtin on vectors/matrices/quaternions/transforms, written over components.
+
+    The decorated function receives vectors as lists of components and matrices as lists of
+    rows, and returns a scalar, a list or a list of rows. It must be branch-free (use ``where``):
+    inside kernels it is run on traced scalars and becomes scalar builtin calls, so its
+    derivative is exact by construction. ``match(arg_types)`` returns the result type or None.
+    """
+
+    def decorate(fn: Callable) -> Builtin:
+        names = list(inspect.signature(fn).parameters)
+        diff = ({n: differentiable for n in names} if isinstance(differentiable, bool)
+                else {n: differentiable.get(n, False) for n in names})
+        record = Builtin(
+            key=key or fn.__name__.rstrip("_"), group=group, forward=fn, overloads=(),
+            doc=(fn.__doc__ or "").strip(), differentiable=diff, reason=reason,
+            sample=dict(sample or {n: (-2.0, 2.0) for n in names}), impl="composite",
+            tolerance=tolerance, match=match, examples=tuple(examples),
+        )
+        return _register(record)
 
     return decorate
 
@@ -191,7 +250,11 @@ def resolve(key: str, arg_types: tuple[type, ...]) -> tuple[Builtin, type] | Non
 
 def candidates(key: str, limit: int = 5) -> list[str]:
     """Readable signatures of ``key``'s overloads, at most ``limit`` of them, for error messages."""
-    sigs = [f"{key}{ov.signature()}" for rec in _REGISTRY.get(key, []) for ov in rec.overloads]
+    sigs = []
+    for rec in _REGISTRY.get(key, []):
+        sigs += [f"{key}{ov.signature()}" for ov in rec.overloads]
+        if rec.match is not None and rec.examples:
+            sigs.append(f"{key}({', '.join(dtypes.type_name(t) for t in rec.examples[0])})")
     return sigs[:limit]
 
 
