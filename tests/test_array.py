@@ -652,8 +652,11 @@ def test_read_flags():
     assert not base[1]._is_read  # new index views start cleared
     assert base.flatten()._is_read and base.reshape(4)._is_read and base.transpose()._is_read
     assert base.view(dtypes.int32)._is_read
-    base.mark_write(arg_name="x", kernel_name="k", filename="f.py", lineno=1)
-    base.mark_write()
+    with pytest.warns(UserWarning, match="passed to argument x in kernel k at f.py:1 is being "
+                      "written to but has already been read from in a previous launch"):
+        base.mark_write(arg_name="x", kernel_name="k", filename="f.py", lineno=1)
+    with pytest.warns(UserWarning, match="is being written to but has already been read"):
+        base.mark_write()
     base.mark_init()
     assert not base._is_read
     base.mark_read()
@@ -828,10 +831,15 @@ def test_copy_non_contiguous():
     out = zeros(3)
     copy(out, base[:, 1])
     assert out.numpy().tolist() == [1, 2, 3]
+    # 1-D strided views take logical element windows, as Warp's copy does
+    copy(base[:, 1], array([7.0, 8.0], dtype=float), dest_offset=1)
+    assert base.numpy()[:, 1].tolist() == [1, 7, 8]
+    with pytest.raises(RuntimeError, match=r"exceeds the destination size \(3\)"):
+        copy(base[:, 1], zeros(3), dest_offset=2, count=2)
     with pytest.raises(RuntimeError, match="Incompatible array shapes"):
-        copy(base[:, 1], zeros(2))
+        copy(zeros((3, 3))[:, 0:2], zeros((2, 2)))
     with pytest.raises(RuntimeError, match="offsets or a partial count needs contiguous"):
-        copy(base[:, 1], zeros(3), dest_offset=1, count=2)
+        copy(zeros((3, 3))[:, 0:2], zeros((3, 2)), dest_offset=1, count=2)
 
 
 def test_copy_dtype_rules():

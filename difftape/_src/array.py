@@ -116,6 +116,7 @@ class array:
         self._ref: array | None = None  # the array this one is a view of
         self._is_read = False
         self._write_count = 0
+        self._last_writer: object = None  # kernel or operation name of the last write
         self.pinned = bool(pinned)
         self.deleter = None
         self.is_transposed = False
@@ -296,7 +297,7 @@ class array:
         if isinstance(value, array):
             value = value.numpy()
         self._data[key] = value
-        self._mark_written()
+        self._mark_written("item assignment")
 
     # -- views -------------------------------------------------------------------------------
 
@@ -398,7 +399,7 @@ class array:
         """Set every element to zero (not recorded on a tape); clears the read flag."""
         self._require_storage("zero_()")
         self._data[...] = 0
-        self._mark_written()
+        self._mark_written("zero_()")
         self.mark_init()
 
     def fill_(self, value: object) -> None:
@@ -411,7 +412,7 @@ class array:
         if self.size == 0:
             return
         self._fill_storage(value)
-        self._mark_written()
+        self._mark_written("fill_()")
         self.mark_init()
 
     def _fill_storage(self, value: object) -> None:
@@ -463,13 +464,17 @@ class array:
         get_device(device)
         return self
 
-    # -- read/write tracking (SPEC §3; warnings come later) ----------------------------------
+    # -- read/write tracking (SPEC §3 read flags; write counts for overwrite.py) ------------
 
-    def _mark_written(self) -> None:
-        """Count a write from Python scope, on this array and every array it is a view of."""
+    def _mark_written(self, writer: object = None) -> None:
+        """Count a write on this array and every array it is a view of (``overwrite.py``).
+
+        ``writer`` (a kernel, or an operation name) is kept to name it in overwrite warnings.
+        """
         a: array | None = self
         while a is not None:
             a._write_count += 1
+            a._last_writer = writer
             a = a._ref
 
     def mark_read(self) -> None:
@@ -480,7 +485,27 @@ class array:
             a = a._ref
 
     def mark_write(self, **kwargs: object) -> None:
-        """Note a write by a recorded launch; SPEC §3's overwrite warning is not emitted yet."""
+        """Warn if this array is written after a recorded launch read it (SPEC §3, Warp's texts).
+
+        Attribute the write with ``arg_name``/``kernel_name``/``filename``/``lineno`` (a launch)
+        or ``operation``/``filename``/``lineno`` (a copy).
+        """
+        if not self._is_read:
+            return
+        tail = "This may corrupt gradient computation in the backward pass."
+        read = "has already been read from in a previous launch."
+        if all(k in kwargs for k in ("arg_name", "kernel_name", "filename", "lineno")):
+            message = (f"Array {self} passed to argument {kwargs['arg_name']} in kernel "
+                       f"{kwargs['kernel_name']} at {kwargs['filename']}:{kwargs['lineno']} is "
+                       f"being written to but {read} {tail}")
+        elif all(k in kwargs for k in ("operation", "filename", "lineno")):
+            message = (f"Array {self} is being written to by {kwargs['operation']} at "
+                       f"{kwargs['filename']}:{kwargs['lineno']} but {read} {tail}")
+        else:
+            message = f"Array {self} is being written to but {read} {tail}"
+        from difftape._src import read_flags  # read_flags imports this module
+
+        read_flags.warn(message, stacklevel=4)
 
     def mark_init(self) -> None:
         """Clear the read flag (new values, so earlier reads no longer matter)."""
@@ -541,6 +566,15 @@ def _copy_window(dest: array, src: array, dest_offset: int, src_offset: int, cou
             )
         window = flat_storage(values, dest.dtype)[src_offset : src_offset + count]
         flat_storage(dest._data, dest.dtype)[dest_offset : dest_offset + count] = window
+    elif src.ndim == 1 and dest.ndim == 1:  # strided 1-D views: logical element offsets (Warp)
+        for name, offset, size in (("from source", src_offset, src.size),
+                                   ("to destination", dest_offset, dest.size)):
+            if offset + count > size:
+                raise ArrayRuntimeError(
+                    f"Trying to copy a range of {count} element(s) {name} offset ({offset}) "
+                    f"exceeds the {name.split()[1]} size ({size})"
+                )
+        dest._data[dest_offset : dest_offset + count] = values[src_offset : src_offset + count]
     else:
         if src.shape != dest.shape:
             raise ArrayRuntimeError(
@@ -554,7 +588,7 @@ def _copy_window(dest: array, src: array, dest_offset: int, src_offset: int, cou
                 "non-contiguous source or destination. Copy whole arrays, or .contiguous() first."
             )
         dest._data[...] = values
-    dest._mark_written()
+    dest._mark_written("a copy (wp.copy / clone / assign)")
 
 
 def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0,

@@ -18,6 +18,10 @@ LOG_ERROR = _logging.ERROR
 # Warn when a launch writes an array an earlier recorded launch read (SPEC §3). Off, as in Warp.
 verify_autograd_array_access: bool = False
 
+# Arrays changed between a recorded launch that read them and backward() (beyond Warp, cheap):
+# "warn" (default), "error" (raise ArrayOverwriteError before any adjoint runs) or "off".
+overwrite_check: str = "warn"
+
 # Generate adjoint kernels; False compiles forward code only (launch(adjoint=True) then raises).
 enable_backward: bool = True
 

@@ -103,6 +103,10 @@ class TapeError(DiffTapeError, RuntimeError):
     """Misuse of a Tape: nested capture, non-scalar loss, missing gradients."""
 
 
+class ArrayOverwriteError(TapeError):
+    """An array a recorded launch read was changed before ``backward()`` (overwrite_check="error")."""
+
+
 class ArrayError(DiffTapeError, ValueError):
     """Bad array construction or gradient buffer (Warp raises ValueError for these)."""
 
@@ -113,6 +117,10 @@ class InternalError(DiffTapeError, RuntimeError):
 
 class DiffTapeWarning(UserWarning):
     """Warnings about gradients that may be wrong or cut."""
+
+
+class ArrayOverwriteWarning(DiffTapeWarning):
+    """An array a recorded launch read was changed before ``backward()``: gradients are wrong."""
 
 
 def warn(message: str, stacklevel: int = 3) -> None:

@@ -11,7 +11,7 @@ import sys
 import numba
 import numpy as np
 
-from . import config, dtypes
+from . import config, dtypes, overwrite, read_flags
 from . import tape as tape_module
 from .array import array
 from .backends.cpu import staging_dtype
@@ -130,11 +130,11 @@ def pack_arguments(kernel: Kernel, args: list, plan: LaunchPlan | None = None) -
     return packed
 
 
-def _write_back(plan: LaunchPlan, args: list, packed: list) -> None:
+def _write_back(plan: LaunchPlan, args: list, packed: list, writer: object = None) -> None:
     for k in plan.float16:
         args[k]._data[...] = packed[k]
     for k in plan.written:
-        args[k]._mark_written()
+        args[k]._mark_written(writer)
 
 
 def pack_adjoints(kernel: Kernel, args: list, adj_args: list,
@@ -221,7 +221,7 @@ def run_forward(kernel: Kernel, dims: tuple[int, ...], args: list) -> None:
         return
     program = kernel.program(len(dims), parallel)
     _call(kernel, program.forward, lead + list(dims) + packed, "forward", program.path)
-    _write_back(plan, args, packed)
+    _write_back(plan, args, packed, kernel)
 
 
 def inplace_snapshots(kernel: Kernel, args: list) -> dict[int, np.ndarray]:
@@ -310,6 +310,8 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     if len(args) != arity:
         raise LaunchError(f"Error launching kernel '{kernel.key}', passed {len(args)} arguments "
                           f"but kernel requires {arity}.")
+    if config.verify_autograd_array_access:
+        read_flags.check_build(kernel)
     if record_cmd:
         pack_arguments(kernel, args)
         return Launch(kernel, dims, inputs, outputs, resolved)
@@ -324,5 +326,10 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
                 metadata["inplace_snapshots"] = snapshots
         run_forward(kernel, dims, args)
     if active is not None:
+        versions = overwrite.read_versions(kernel, args)
         active.record_launch(kernel, dims, max_blocks, inputs, outputs, resolved, 1, metadata)
+        if versions is not None:
+            overwrite.remember(active, versions)
+        if config.verify_autograd_array_access:
+            active._check_kernel_array_access(kernel, args)
     return None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import warnings
 
+from . import config, overwrite, read_flags
 from .array import array
 from .device import Device, get_device
 from .errors import DiffTapeWarning, TapeError
@@ -34,6 +35,7 @@ class Tape:
         self.launches: list = []
         self.scopes: list = []
         self.loss = None
+        self._read_versions: dict = {}  # id(record) → (record, write counts); see overwrite.py
 
     # ------------------------------------------------------------ capture
 
@@ -114,6 +116,7 @@ class Tape:
             grads: ``{array: seed}``; arrays without a ``.grad`` adopt ``seed`` as their gradient
                 buffer (Warp aliasing), others get ``seed`` copied in.
         """
+        overwrite.check_tape(self)
         if loss:
             if loss.size > 1 or getattr(loss.dtype, "_length", 1) > 1:
                 raise TapeError("Can only return gradients for scalar loss functions.")
@@ -141,6 +144,8 @@ class Tape:
             dims = (dim,) if isinstance(dim, int) else tuple(dim)
             run_adjoint(kernel, dims, list(inputs) + list(outputs), adjoints,
                         (metadata or {}).get("inplace_snapshots"))
+        if config.verify_autograd_array_access:
+            self._reset_array_read_flags()
 
     @staticmethod
     def _backward_enabled(kernel) -> bool:
@@ -163,6 +168,22 @@ class Tape:
 
     def reset(self) -> None:
         """Forget the recorded launches and scopes and zero the gradients (keeps ``gradients``)."""
+        if config.verify_autograd_array_access:
+            self._reset_array_read_flags()
+        self._read_versions = {}
         self.launches = []
         self.scopes = []
         self.zero()
+
+    # ------------------------------------------------------------ tooling
+
+    def _check_kernel_array_access(self, kernel, args) -> None:
+        """Warp's launch-time read/write flag check (``verify_autograd_array_access``)."""
+        read_flags.check_kernel_array_access(kernel, args)
+
+    def _reset_array_read_flags(self) -> None:
+        """Clear the read flags of every array this tape recorded (and of their view parents)."""
+        read_flags.reset_tape(self)
+
+
+from . import copies as _copies  # noqa: E402,F401 (registers the tape's copy observer)
