@@ -110,6 +110,7 @@ from difftape._src.language import tid as tid
 
 # category: tape
 from difftape._src.tape import Tape as Tape
+from difftape._src.timer import ScopedTimer as ScopedTimer
 
 # category: configuration and errors
 from difftape._src import config as config
@@ -119,6 +120,8 @@ from difftape._src.config import LOG_INFO as LOG_INFO
 from difftape._src.config import LOG_WARNING as LOG_WARNING
 from difftape._src.errors import ArrayIndexError as ArrayIndexError
 from difftape._src.errors import DiffTapeError as DiffTapeError
+from difftape._src.errors import ArrayOverwriteError as ArrayOverwriteError
+from difftape._src.errors import ArrayOverwriteWarning as ArrayOverwriteWarning
 from difftape._src.errors import DiffTapeWarning as DiffTapeWarning
 from difftape._src.errors import InternalError as InternalError
 from difftape._src.errors import KernelError as KernelError

@@ -5,6 +5,7 @@ It is plain Python: a list of records and scopes. Rendering (``visualize``) live
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 from . import config, overwrite, read_flags
@@ -184,6 +185,34 @@ class Tape:
     def _reset_array_read_flags(self) -> None:
         """Clear the read flags of every array this tape recorded (and of their view parents)."""
         read_flags.reset_tape(self)
+
+    def visualize(self, filename: str | None = None, simplify_graph: bool = True,
+                  hide_readonly_arrays: bool = False, array_labels: dict | None = None,
+                  choose_longest_node_name: bool = True, ignore_graph_scopes: bool = False,
+                  track_inputs: list | None = None, track_outputs: list | None = None,
+                  track_input_names: list | None = None, track_output_names: list | None = None,
+                  graph_direction: str = "LR") -> str:
+        """The recorded launches as GraphViz dot text (kernels, arrays, scopes, repetitions).
+
+        Arrays are named after the caller's variables where one refers to them, else after the
+        kernel parameter. ``filename`` ending in ``.dot`` (or with no known image suffix) gets
+        the dot text; ``.svg``/``.png``/``.pdf`` are rendered with GraphViz ``dot`` when it is
+        installed (otherwise the ``.dot`` is written next to it and a message says how to
+        render it). See ``visualize.py`` for every option.
+
+        Example:
+            >>> dot = tape.visualize("tape.svg", graph_direction="TB")
+        """
+        from .visualize import visualize_tape
+
+        return visualize_tape(
+            self, filename, simplify_graph=simplify_graph,
+            hide_readonly_arrays=hide_readonly_arrays, array_labels=array_labels,
+            choose_longest_node_name=choose_longest_node_name,
+            ignore_graph_scopes=ignore_graph_scopes, track_inputs=track_inputs,
+            track_outputs=track_outputs, track_input_names=track_input_names,
+            track_output_names=track_output_names, graph_direction=graph_direction,
+            caller=sys._getframe(1))
 
 
 from . import copies as _copies  # noqa: E402,F401 (registers the tape's copy observer)
