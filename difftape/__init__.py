@@ -105,6 +105,7 @@ from difftape._src.kernel import set_module_options as set_module_options
 from difftape._src.launch import Launch as Launch
 from difftape._src.launch import launch as launch
 from difftape._src.language import constant as constant
+from difftape._src.language import identity as identity
 from difftape._src.language import select as select
 from difftape._src.language import tid as tid
 

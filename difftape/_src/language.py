@@ -27,3 +27,13 @@ def select(*args):
 def constant(x):
     """Mark a module-level value as a compile-time constant for kernels (returns ``x``)."""
     return x
+
+
+@_special
+def identity(n: int, dtype=float):
+    """The ``n``×``n`` identity matrix of ``dtype`` (``wp.identity(n=3, dtype=float)``)."""
+    from .composite import matrix_type
+    from .dtypes import normalize_dtype
+
+    return matrix_type((n, n), normalize_dtype(dtype))([1.0 if r == c else 0.0 for r in range(n)
+                                                          for c in range(n)])

@@ -85,17 +85,28 @@ class LaunchPlan:
     def __init__(self, kernel: Kernel):
         ir_ = kernel.ir
         self.params = ir_.params
-        self.slots = [(p.is_array, p.dtype, p.ndim, staging_dtype(p.dtype)._np,
-                       staging_dtype(p.dtype).kind) for p in ir_.params]
+        self.slots = [(p.is_array, p.dtype, p.ndim, staging_dtype(dtypes.scalar_of(p.dtype))._np,
+                       "composite" if p.components else "struct" if p.flat is not None else
+                       staging_dtype(dtypes.scalar_of(p.dtype)).kind) for p in ir_.params]
         self.arrays = [k for k, p in enumerate(ir_.params) if p.is_array]
+        # Position of each parameter's first entry among the generated function's arguments.
+        self.offsets, position = [], 0
+        for p in ir_.params:
+            self.offsets.append(position)
+            position += len(p.components) or (len(p.flat) if p.flat is not None else 1)
         self.written = [k for k in self.arrays if ir_.params[k].symbol in ir_.written_arrays]
         self.inplace = [k for k in self.arrays if ir_.params[k].symbol in ir_.inplace_arrays]
         self.float16 = [k for k in self.arrays if ir_.params[k].dtype is dtypes.float16]
-        self.differentiable = {k for k in self.arrays if dtypes.is_float(ir_.params[k].dtype)}
-        self.dummies = {k: np.empty((0,) * ir_.params[k].ndim,
-                                    dtypes.numpy_dtype(staging_dtype(ir_.params[k].dtype)))
-                        for k in self.arrays}
+        self.differentiable = {k for k in self.arrays
+                               if dtypes.is_float(dtypes.scalar_of(ir_.params[k].dtype))}
+        self.dummies = {k: _empty_like_param(ir_.params[k]) for k in self.arrays}
         self.tid_rank = len(ir_.tid_vars)
+
+
+def _empty_like_param(param) -> np.ndarray:
+    """A zero-size array of the parameter's numba type (stands in for a missing adjoint)."""
+    inner = len(getattr(param.dtype, "_shape", ()))
+    return np.empty((0,) * (param.ndim + inner), dtypes.numpy_dtype(staging_dtype(param.dtype)))
 
 
 def plan_of(kernel: Kernel) -> LaunchPlan:
@@ -105,7 +116,22 @@ def plan_of(kernel: Kernel) -> LaunchPlan:
     return plan
 
 
-_SCALAR_OK = {"float": (float, int), "int": (int,), "uint": (int,), "bool": (bool,)}
+_SCALAR_OK = {"float": (float, int), "int": (int,), "uint": (int,), "bool": (bool,),
+              "composite": (), "struct": ()}
+
+
+def _composite_arg(kernel: Kernel, param, position: int, value, np_type) -> list:
+    t = param.dtype
+    if value.__class__ is t:
+        return [np_type(c) for c in value._values]
+    try:
+        flat = np.asarray(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        flat = None
+    if flat is None or flat.size != t._length or hasattr(value, "_wp_scalar_type_"):
+        raise LaunchTypeError(f"launch({kernel.key}): argument '{param.name}' (position "
+                              f"{position}) expects {dtypes.type_name(t)}, got {_describe(value)}.")
+    return [np_type(c) for c in flat]
 
 
 def pack_arguments(kernel: Kernel, args: list, plan: LaunchPlan | None = None) -> list:
@@ -119,6 +145,11 @@ def pack_arguments(kernel: Kernel, args: list, plan: LaunchPlan | None = None) -
                     and value.device.is_cpu and not value.is_annotation):
                 _array_arg(kernel, plan.params[k], k, value)  # raises the precise error
             packed.append(value._data)
+        elif kind == "composite":
+            packed.extend(_composite_arg(kernel, plan.params[k], k, value, np_type))
+        elif kind == "struct":
+            packed.extend(plan.params[k].dtype._difftape_struct.pack(kernel, plan.params[k], k,
+                                                                     value))
         elif value.__class__ in _SCALAR_OK[kind] or isinstance(value, np.generic):
             packed.append(np_type(value) if value.__class__ is not np_type else value)
             if isinstance(value, np.generic):
@@ -126,13 +157,13 @@ def pack_arguments(kernel: Kernel, args: list, plan: LaunchPlan | None = None) -
         else:
             packed.append(_scalar_arg(kernel, plan.params[k], k, value))
     for k in plan.float16:
-        packed[k] = packed[k].astype(np.float32)
+        packed[plan.offsets[k]] = packed[plan.offsets[k]].astype(np.float32)
     return packed
 
 
 def _write_back(plan: LaunchPlan, args: list, packed: list, writer: object = None) -> None:
     for k in plan.float16:
-        args[k]._data[...] = packed[k]
+        args[k]._data[...] = packed[plan.offsets[k]]
     for k in plan.written:
         args[k]._mark_written(writer)
 
@@ -252,8 +283,9 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
     total, parallel, lead = _prepare(kernel, plan, dims)
     packed = pack_arguments(kernel, args, plan)
     for k in plan.inplace:
-        source = (snapshots or {}).get(k, packed[k])
-        packed[k] = source.astype(packed[k].dtype, copy=True)
+        at = plan.offsets[k]
+        source = (snapshots or {}).get(k, packed[at])
+        packed[at] = source.astype(packed[at].dtype, copy=True)
     buffers, has, consume, staged = pack_adjoints(kernel, args, adj_args, plan)
     if total == 0:
         return

@@ -142,31 +142,36 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
         out.line("ftop = 0")
     if writer.uses_istack:
         out.line("itop = 0")
-    declared = {k: v for k, v in kernel.locals.items()}
-    declared.update(writer.declared)
+    # Only names that may be read before their first assignment get a typed zero: values the
+    # replay saves before overwriting, and adjoint accumulators. Defining every temporary up
+    # front would make each one a multiply-assigned variable and Numba's SSA pass quadratic.
+    declared = {k: v for k, v in {**kernel.locals, **writer.declared}.items()
+                if k in analysis.restored or k.startswith(("adj_", "flag_"))}
     writer.declarations(out, declared)
     for line in inner.lines:
         out.line(line)
-    return out.text(), writer.symbols, writer.rules, writer.runtime
+    return out.text(), writer.symbols, writer.rules, writer.runtime, writer.constants
 
 
 def generate_module(kernel: ir.KernelIR, variant: Variant, origin: str) -> str:
     """The full generated Python module (forward, and adjoint when enabled) for ``variant``."""
     body = structure(kernel)
-    forward, symbols, rules, runtime = _function(kernel, body, variant, adjoint=False)
+    forward, symbols, rules, runtime, constants = _function(kernel, body, variant, adjoint=False)
     parts = [forward]
     if variant.backward:
-        adjoint, adj_symbols, rules, adj_runtime = _function(kernel, body, variant, adjoint=True)
+        adjoint, adj_symbols, rules, adj_runtime, adj_constants = _function(
+            kernel, body, variant, adjoint=True)
         parts.append(adjoint)
         symbols |= adj_symbols
         runtime |= adj_runtime
+        constants.values.update(adj_constants.values)
     header = _HEADER.format(version=_difftape_version, kernel=kernel.name, origin=origin)
     if runtime:
         header += f"from difftape._src.backends.cpu_runtime import {', '.join(sorted(runtime))}\n"
     imports = sorted(symbols) + sorted("adj_" + s for s in rules)
     if imports:
         header += f"from difftape._src.backends.cpu_symbols import {', '.join(imports)}\n"
-    return header + "\n\n" + "\n\n".join(parts)
+    return header + "\n" + constants.definitions() + "\n\n" + "\n\n".join(parts)
 
 
 def _cache_dir() -> str:

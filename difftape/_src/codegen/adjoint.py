@@ -13,7 +13,7 @@ from .. import dtypes
 from ..frontend import ir
 from . import naming
 from .activity import PRIVATE, classify_index
-from .emitter import SourceBuilder, zero
+from .emitter import SourceBuilder
 from .forward import ForwardWriter
 
 
@@ -21,6 +21,7 @@ class AdjointWriter(ForwardWriter):
     """Adds the reverse sweep to the forward/replay writer."""
 
     def reverse(self, stmts: list[ir.Stmt], out: SourceBuilder) -> None:
+        self.in_reverse = True
         for s in reversed(stmts):
             self.site = s
             getattr(self, "reverse_" + type(s).__name__)(s, out)
@@ -29,12 +30,11 @@ class AdjointWriter(ForwardWriter):
         out.comment(s.line, s.text, prefix="adj ")
 
     def temps_for(self, s: ir.Stmt, value: ir.Expr, out: SourceBuilder) -> dict:
-        """Forward temporaries of ``s``: reused outside loops, recomputed inside them."""
+        """Forward temporaries of ``s``: reused outside loops; inside loops they are stale, so
+        the reverse sweep recomputes each value when a rule first needs it."""
         if not self.analysis.is_in_loop(s) and id(s) in self.stmt_temps:
             return self.stmt_temps[id(s)]
-        temps: dict = {}
-        self.materialize(value, out, temps)
-        return temps
+        return {}
 
     # ------------------------------------------------------------ array adjoints
 
@@ -68,7 +68,7 @@ class AdjointWriter(ForwardWriter):
             temps = self.temps_for(s, s.value, out)
             adj = self.declare(naming.adjoint_name(s.target), t)
             g = self.new_temp(t)
-            out.line(f"{g} = {adj}; {adj} = {zero(t)}")
+            out.line(f"{g} = {adj}; {adj} = {self.zero(t)}")
             self.backprop(s.value, g, out, temps, self.accumulate)
 
     def reverse_Store(self, s: ir.Store, out: SourceBuilder) -> None:
@@ -90,9 +90,8 @@ class AdjointWriter(ForwardWriter):
             idx = self.index_code(s.indices, temps, s.array)
             g = self.new_temp(t)
             out.line(f"{g} = {adj}[{idx}]")
-            out.line(f"if {naming.consume_flag(p)}: {adj}[{idx}] = {zero(t)}")
+            out.line(f"if {naming.consume_flag(p)}: {adj}[{idx}] = {self.zero(t)}")
             if self.analysis.expr_active(s.value):
-                self.materialize(s.value, out, temps)
                 self.backprop(s.value, g, out, temps, self.accumulate)
 
     def reverse_Atomic(self, s: ir.Atomic, out: SourceBuilder) -> None:
@@ -109,13 +108,13 @@ class AdjointWriter(ForwardWriter):
         t = s.value.type
         with out.block(f"if {naming.has_adjoint_flag(p)}:"):
             temps: dict = {}
-            value = self.materialize(s.value, out, temps)
             idx = self.index_code(s.indices, temps, s.array)
             g = self.new_temp(t)
             sign = "-" if s.op == "sub" else ""
             out.line(f"{g} = {sign}{naming.adjoint_array(p)}[{idx}]")
             if s.op in ("min", "max"):
                 # Warp: the value gets the gradient iff it equals the final element (ties: all).
+                value = self.value_of(s.value, out, temps)
                 final = self.load_code(s.array, s.indices, temps)
                 with out.block(f"if {value} == {final} or ({value} != {value} and "
                                f"{final} != {final}):"):

@@ -67,6 +67,34 @@ def literal(value: object, t: type) -> str:
     return f"{type_symbol(t)}({int(value)})"
 
 
+class ConstantPool:
+    """Typed constants of a generated module, bound once at module level (``f32_0p5 =
+    np.float32(0.5)``). Numba freezes such globals as typed constants, so kernels get typed
+    literals without a cast call per use (each call costs Numba typing time)."""
+
+    def __init__(self):
+        self.values: dict[str, str] = {}
+
+    def name(self, value: object, t: type) -> str:
+        if t is dtypes.bool_:
+            return "True" if value else "False"
+        if t is str:
+            return repr(value)
+        text = literal(value, t)
+        prefix = {"float": "f", "int": "i", "uint": "u"}[t.kind] + str(t.bits)
+        v = float(value) if dtypes.is_float(t) else int(value)
+        spelled = (repr(v).replace("-", "m").replace(".", "p").replace("+", "")
+                   if not (isinstance(v, float) and (math.isnan(v) or math.isinf(v)))
+                   else ("nan" if math.isnan(v) else "inf" if v > 0 else "minf"))
+        name = f"{prefix}_{spelled}"
+        inner = text[text.index("(") + 1:-1]
+        self.values[name] = f"np.{t._np.__name__}({inner})"
+        return name
+
+    def definitions(self) -> str:
+        return "".join(f"{n} = {v}\n" for n, v in sorted(self.values.items()))
+
+
 def cast(code: str, t: type) -> str:
     return f"{type_symbol(t)}({code})"
 

@@ -12,7 +12,8 @@ from .. import dtypes
 from ..frontend import ir
 from . import naming
 from .activity import Analysis
-from .emitter import SourceBuilder, cast, literal, zero
+from .emitter import ConstantPool, SourceBuilder, cast
+from .inline_rules import INLINE_NEEDS, INLINE_RULES
 
 # Operators emitted inline when their Python meaning equals the builtin's (float + - * /).
 _INLINE_FLOAT = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
@@ -33,6 +34,10 @@ class ExprCoder:
         self.symbols: set[str] = set()  # builtin symbols the module must import
         self.runtime: set[str] = set()  # runtime helpers the module must import
         self.rules: set[str] = set()  # builtin symbols whose derivative rule is called
+        # Temporaries made while writing the reverse sweep are assigned right before their use
+        # in the same block, so only replay temporaries need a zero definition up front.
+        self.in_reverse = False
+        self.constants = ConstantPool()
         self.counter = 0
 
     def declare(self, name: str, t: type) -> str:
@@ -41,7 +46,8 @@ class ExprCoder:
 
     def new_temp(self, t: type) -> str:
         self.counter += 1
-        return self.declare(naming.temp_name(self.counter), t)
+        name = naming.temp_name(self.counter)
+        return name if self.in_reverse else self.declare(name, t)
 
     # ------------------------------------------------------------ spelling
 
@@ -66,7 +72,7 @@ class ExprCoder:
         if temps is not None and id(e) in temps:
             return temps[id(e)]
         if isinstance(e, ir.Const):
-            return literal(e.value, e.type)
+            return self.constants.name(e.value, e.type)
         if isinstance(e, ir.Var):
             return e.name
         if isinstance(e, ir.Load):
@@ -130,6 +136,12 @@ class ExprCoder:
         out.line(f"{name} = {text}")
         return name
 
+    def value_of(self, e: ir.Expr, out: SourceBuilder, temps: dict) -> str:
+        """The spelling of ``e``'s value in the reverse sweep, computing it on first need only."""
+        if id(e) in temps or isinstance(e, (ir.Var, ir.Const)):
+            return self.code(e, temps)
+        return self.materialize(e, out, temps)
+
     # ------------------------------------------------------------ reverse
 
     def backprop(self, e: ir.Expr, g: str, out: SourceBuilder, temps: dict, accumulate) -> None:
@@ -154,10 +166,24 @@ class ExprCoder:
                   if record.differentiable.get(n, False) and self.analysis.expr_active(a)]
         if not wanted:
             return
+        if record.key in INLINE_RULES and dtypes.is_float(call.type):
+            needs = INLINE_NEEDS[record.key]
+            args = [self.value_of(a, out, temps) if k in needs else None
+                    for k, a in enumerate(call.args)]
+            result = self.value_of(call, out, temps) if "ret" in needs else None
+            contributions = INLINE_RULES[record.key](*args, result, g)
+            for k in wanted:
+                arg, c = call.args[k], contributions[k]
+                if c != g and not isinstance(arg, ir.Var):
+                    name = self.new_temp(arg.type)
+                    out.line(f"{name} = {c}")
+                    c = name
+                self.backprop(arg, c, out, temps, accumulate)
+            return
+        args = [self.value_of(a, out, temps) for a in call.args]
+        result = self.value_of(call, out, temps)
         self.symbols.add(record.symbol)
         self.rules.add(record.symbol)
-        args = [self.code(a, temps) for a in call.args]
-        result = temps.get(id(call)) or self.code(call, temps)
         rule = self.new_temp(call.type)
         self.declared[rule] = tuple  # a tuple of contributions; declared on first assignment
         out.line(f"{rule} = adj_{record.symbol}({', '.join(args)}, {result}, {g})")
@@ -175,4 +201,7 @@ class ExprCoder:
         for name, t in names.items():
             if t is tuple or t is str:
                 continue
-            out.line(f"{name} = {zero(t)}")
+            out.line(f"{name} = {self.zero(t)}")
+
+    def zero(self, t: type) -> str:
+        return self.constants.name(False if t is dtypes.bool_ else 0, t)

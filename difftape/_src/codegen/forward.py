@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import dtypes
 from ..frontend import ir
 from .activity import SCATTER, UNIFORM, Analysis, classify_index
-from .emitter import SourceBuilder, cast, zero
+from .emitter import SourceBuilder, cast
 from .expressions import ExprCoder
 
 
@@ -100,7 +100,7 @@ class ForwardWriter(ExprCoder):
             if s.result:
                 if s.result in self.analysis.restored:
                     self.push(s.result, t, out)
-                out.line(f"{s.result} = {zero(t)}")
+                out.line(f"{s.result} = {self.zero(t)}")
             return
         ref, value = s.array.param, self.code(s.value)
         idx = self.index_code(s.indices, ref=s.array)

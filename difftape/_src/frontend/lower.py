@@ -637,6 +637,21 @@ class Lowerer(ExpressionTyper):
         self.fail(node, "wp.tid() must be assigned directly: i = wp.tid() or i, j = wp.tid()",
                   KernelSyntaxError)
 
+    def call_identity(self, node: ast.Call) -> CompValue:
+        """``wp.identity(n=3, dtype=float)``: both must be compile-time constants."""
+        options = dict(zip(("n", "dtype"), node.args))
+        options.update({k.arg: k.value for k in node.keywords})
+        if "n" not in options or set(options) - {"n", "dtype"}:
+            self.fail(node, "identity() takes n= and optionally dtype=", KernelTypeError)
+        n = self.static_int(options["n"], "identity()'s n")
+        dtype = dtypes.normalize_dtype(self.evaluate(options["dtype"])) if "dtype" in options \
+            else dtypes.float32
+        if dtype is None or not dtypes.is_float(dtype):
+            self.fail(node, "identity()'s dtype must be a float type", KernelTypeError)
+        t = composite.matrix_type((n, n), dtype)
+        return CompValue(t, [ir.Const(dtype, 1.0 if r == c else 0.0) for r in range(n)
+                             for c in range(n)])
+
     def call_select(self, node: ast.Call):
         self.fail(node, "wp.select() has been removed. Use wp.where(cond, value_if_true, "
                   "value_if_false) instead.", KernelNameError)
@@ -770,8 +785,25 @@ def lower_kernel(fn, key: str) -> ir.KernelIR:
     return ir.KernelIR(
         name=key, params=params, body=body, locals=ctx.locals, tid_vars=ctx.tid_vars,
         tid_flat=ctx.tid_flat, written_arrays=frozenset(ctx.written_arrays),
-        read_arrays=frozenset(ctx.read_arrays), stored_arrays=frozenset(ctx.stored_arrays),
+        read_arrays=_loaded_arrays(body), stored_arrays=frozenset(ctx.stored_arrays),
     )
+
+
+def _loaded_arrays(body: list[ir.Stmt]) -> frozenset[str]:
+    """Array parameters some statement of the final IR loads from (values that were looked at
+    while translating but never used do not count)."""
+    loaded = set()
+    for s in ir.walk_stmts(body):
+        for e in _statement_exprs(s):
+            loaded.update(x.array.param for x in ir.walk_expr(e) if isinstance(x, ir.Load))
+    return frozenset(loaded)
+
+
+def _statement_exprs(s: ir.Stmt) -> list:
+    exprs = [getattr(s, name) for name in ("value", "cond", "start", "stop", "step")
+             if isinstance(getattr(s, name, None), ir.Expr)]
+    exprs += list(getattr(s, "indices", ())) + list(getattr(s, "values", ()))
+    return exprs
 
 
 def _slot_positions(t: type) -> list[tuple[int, ...]]:

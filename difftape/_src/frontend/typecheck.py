@@ -294,6 +294,12 @@ class ExpressionTyper:
                   "function, decorate it with @wp.func", KernelNameError)
 
     def call_named_builtin(self, node: ast.Call, key: str):
+        if key.endswith("_identity") and [k.arg for k in node.keywords] == ["dtype"] and \
+                not node.args:
+            value = self.call_builtin(node, key, [])
+            dtype = dtypes.normalize_dtype(self.evaluate(node.keywords[0].value))
+            target = composite.with_scalar(value.type, dtype)
+            return CompValue(target, [ir.Const(dtype, c.value) for c in value.comps])
         if node.keywords:
             self.fail(node, f"{key}() does not take keyword arguments in kernels", KernelSyntaxError)
         records = registry.lookup(key)
@@ -442,13 +448,43 @@ class ExpressionTyper:
         return ir.Var(e.type, sym)
 
     def from_components(self, node, out, t: type):
-        """A composite builtin's result (component list, rows, or scalar) as a typed value."""
+        """A composite builtin's result (component list, rows, or scalar) as a typed value.
+
+        Sub-expressions the builtin used more than once (``l`` in ``normalize``) are computed
+        once into temporaries, so neither the forward nor the adjoint code repeats them.
+        """
         if not composite.is_composite(t):
-            return self.component_expr(node, out, t)
+            return self.share_subexpressions([self.component_expr(node, out, t)])[0]
         flat = [c for row in out for c in row] if composite.is_matrix(t) else list(out)
         scalar = dtypes.scalar_of(t)
         comps = [self.component_expr(node, c, scalar) for c in flat]
-        return CompValue(t, [self.atomic_expr(c) if _size(c) > 12 else c for c in comps])
+        return CompValue(t, self.share_subexpressions(comps))
+
+    def share_subexpressions(self, roots: list[ir.Expr]) -> list[ir.Expr]:
+        uses: dict[int, int] = {}
+
+        def count(e: ir.Expr) -> None:
+            uses[id(e)] = uses.get(id(e), 0) + 1
+            if uses[id(e)] == 1:
+                for child in _children(e):
+                    count(child)
+
+        for root in roots:
+            count(root)
+        memo: dict[int, ir.Expr] = {}
+
+        def rebuild(e: ir.Expr) -> ir.Expr:
+            if id(e) in memo:
+                return memo[id(e)]
+            new = _with_children(e, [rebuild(c) for c in _children(e)])
+            if uses[id(e)] > 1 and isinstance(e, (ir.Call, ir.Cast, ir.BoolOp)):
+                sym = self.new_temp(e.type)
+                self.emit(ir.Assign(target=sym, value=new))
+                new = ir.Var(e.type, sym)
+            memo[id(e)] = new
+            return new
+
+        return [rebuild(r) for r in roots]
 
     def component_expr(self, node, c, t: type) -> ir.Expr:
         if isinstance(c, Traced):
@@ -561,3 +597,23 @@ def _positions(t: type) -> list[tuple[int, ...]]:
 
 def _size(e) -> int:
     return sum(1 for _ in ir.walk_expr(e)) if isinstance(e, ir.Expr) else 1
+
+
+def _children(e: ir.Expr) -> list[ir.Expr]:
+    if isinstance(e, ir.Call):
+        return list(e.args)
+    if isinstance(e, ir.Cast):
+        return [e.value]
+    if isinstance(e, ir.BoolOp):
+        return list(e.values)
+    return []
+
+
+def _with_children(e: ir.Expr, children: list[ir.Expr]) -> ir.Expr:
+    if isinstance(e, ir.Call):
+        return ir.Call(e.type, e.builtin, tuple(children))
+    if isinstance(e, ir.Cast):
+        return ir.Cast(e.type, children[0])
+    if isinstance(e, ir.BoolOp):
+        return ir.BoolOp(e.type, e.op, tuple(children))
+    return e
