@@ -43,17 +43,18 @@ def version(a) -> int:
     return n
 
 
-def read_versions(kernel, args: list) -> tuple[int, ...] | None:
-    """The write counts to remember for a launch of ``kernel`` just recorded with ``args``."""
+def read_versions(kernel, args: list) -> list | None:
+    """``(parameter, array, write count)`` to remember for a launch of ``kernel`` with ``args``."""
     watched = kernel.__dict__.get("_overwrite_watched")
     if watched is None:
         watched = watched_params(kernel)
     if not watched or config.overwrite_check == "off":
         return None
-    return tuple([version(args[k]) for k in watched])
+    return [(k, args[k], args[k]._write_count if args[k]._ref is None else version(args[k]))
+            for k in watched]
 
 
-def remember(tape, versions: tuple[int, ...]) -> None:
+def remember(tape, versions: list) -> None:
     """Attach ``versions`` to the record ``tape`` just appended (records stay Warp's 8-item lists)."""
     record = tape.launches[-1]
     tape._read_versions[id(record)] = (record, versions)
@@ -80,13 +81,12 @@ def check_tape(tape) -> None:
     launches = tape.launches
     for r, record in enumerate(launches):
         entry = store.get(id(record))
-        if entry is None or entry[0] is not record or not record[0].enable_backward:
+        if entry is None or entry[0] is not record:
             continue
-        versions = entry[1]
-        args = list(record[3]) + list(record[4])
-        for k, before in zip(watched_params(record[0]), versions):
-            if version(args[k]) != before:
-                findings.setdefault(id(_root(args[k])), []).append((r, k, args[k]))
+        for k, a, before in entry[1]:
+            now = a._write_count if a._ref is None else version(a)
+            if now != before and record[0].enable_backward:
+                findings.setdefault(id(_root(a)), []).append((r, k, a))
     if not findings:
         return
     names = variable_names(user_frame(2))
