@@ -102,6 +102,7 @@ from difftape._src.kernel import func as func
 from difftape._src.kernel import get_module_options as get_module_options
 from difftape._src.kernel import kernel as kernel
 from difftape._src.kernel import set_module_options as set_module_options
+from difftape._src.structs import struct as struct
 from difftape._src.launch import Launch as Launch
 from difftape._src.launch import launch as launch
 from difftape._src.language import constant as constant

@@ -26,6 +26,7 @@ from .errors import (
     LaunchValueError,
 )
 from .kernel import Kernel
+from .structs import field_view, resolve_path
 
 
 def normalize_dim(kernel_key: str, dim) -> tuple[int, ...]:
@@ -85,22 +86,67 @@ class LaunchPlan:
     def __init__(self, kernel: Kernel):
         ir_ = kernel.ir
         self.params = ir_.params
-        self.slots = [(p.is_array, p.dtype, p.ndim, staging_dtype(dtypes.scalar_of(p.dtype))._np,
-                       "composite" if p.components else "struct" if p.flat is not None else
-                       staging_dtype(dtypes.scalar_of(p.dtype)).kind) for p in ir_.params]
+        self.slots = [(p.is_array and p.flat is None, p.dtype, p.ndim,
+                       staging_dtype(dtypes.scalar_of(p.dtype))._np if p.flat is None else None,
+                       _slot_kind(p)) for p in ir_.params]
+        # Every generated array parameter, in order: (param index, field path or None, leaf).
+        self.flat_arrays = [(k, None, p) if p.flat is None else (k, _leaf_path(leaf), leaf)
+                            for k, p in enumerate(ir_.params)
+                            for leaf in (p.flat if p.flat is not None else [p]) if leaf.is_array]
         self.arrays = [k for k, p in enumerate(ir_.params) if p.is_array]
         # Position of each parameter's first entry among the generated function's arguments.
         self.offsets, position = [], 0
         for p in ir_.params:
             self.offsets.append(position)
             position += len(p.components) or (len(p.flat) if p.flat is not None else 1)
-        self.written = [k for k in self.arrays if ir_.params[k].symbol in ir_.written_arrays]
+        self.written = [k for k in self.arrays if ir_.params[k].symbol in ir_.written_arrays or
+                        any(leaf.symbol in ir_.written_arrays for leaf in ir_.params[k].flat or ())]
         self.inplace = [k for k in self.arrays if ir_.params[k].symbol in ir_.inplace_arrays]
         self.float16 = [k for k in self.arrays if ir_.params[k].dtype is dtypes.float16]
         self.differentiable = {k for k in self.arrays
                                if dtypes.is_float(dtypes.scalar_of(ir_.params[k].dtype))}
         self.dummies = {k: _empty_like_param(ir_.params[k]) for k in self.arrays}
         self.tid_rank = len(ir_.tid_vars)
+
+
+def _slot_kind(p) -> str:
+    if p.flat is not None:
+        return "struct_array" if p.is_array else "struct"
+    if p.components:
+        return "composite"
+    return staging_dtype(dtypes.scalar_of(p.dtype)).kind
+
+
+def _leaf_path(leaf) -> tuple[str, ...]:
+    """``s.inner.v[2]`` → ("inner", "v") (the component index is not part of the path)."""
+    return tuple(leaf.name.split("[")[0].split(".")[1:])
+
+
+def _struct_arg(kernel: Kernel, param, position: int, value) -> list:
+    """The generated arguments of a struct parameter: one per leaf, in order."""
+    if value.__class__ is not param.dtype:
+        raise LaunchTypeError(f"launch({kernel.key}): argument '{param.name}' (position "
+                              f"{position}) expects {param.dtype.__qualname__}, got "
+                              f"{_describe(value)}.")
+    packed = []
+    for leaf in param.flat:
+        field = resolve_path(value, _leaf_path(leaf))
+        if leaf.is_array:
+            if field is None:
+                packed.append(_empty_like_param(leaf))
+            else:
+                packed.append(_array_arg(kernel, leaf, position, field))
+        elif "[" in leaf.name:
+            k = int(leaf.name.rsplit("[", 1)[1][:-1])
+            packed.append(leaf.dtype._np(np.asarray(field).reshape(-1)[k]))
+        else:
+            packed.append(staging_dtype(leaf.dtype)._np(field))
+    return packed
+
+
+def _struct_array_arg(kernel: Kernel, param, position: int, value) -> list:
+    _array_arg(kernel, param, position, value)
+    return [field_view(value._data, _leaf_path(leaf)) for leaf in param.flat]
 
 
 def _empty_like_param(param) -> np.ndarray:
@@ -148,8 +194,9 @@ def pack_arguments(kernel: Kernel, args: list, plan: LaunchPlan | None = None) -
         elif kind == "composite":
             packed.extend(_composite_arg(kernel, plan.params[k], k, value, np_type))
         elif kind == "struct":
-            packed.extend(plan.params[k].dtype._difftape_struct.pack(kernel, plan.params[k], k,
-                                                                     value))
+            packed.extend(_struct_arg(kernel, plan.params[k], k, value))
+        elif kind == "struct_array":
+            packed.extend(_struct_array_arg(kernel, plan.params[k], k, value))
         elif value.__class__ in _SCALAR_OK[kind] or isinstance(value, np.generic):
             packed.append(np_type(value) if value.__class__ is not np_type else value)
             if isinstance(value, np.generic):
@@ -177,19 +224,25 @@ def pack_adjoints(kernel: Kernel, args: list, adj_args: list,
     """
     plan = plan or plan_of(kernel)
     buffers, has, consume, staged = [], [], [], []
-    for k in plan.arrays:
+    for k, path, leaf in plan.flat_arrays:
         value, adj = args[k], adj_args[k]
-        if adj is not None and adj.__class__ is not array:
+        if adj is not None and adj.__class__ is not array and path is None:
             _array_arg(kernel, plan.params[k], k, adj, what="adjoint argument")
-        grad = adj if adj is not None else value._grad
-        if grad is None or k not in plan.differentiable or grad.size == 0:
-            buffers.append(plan.dummies[k])
+        if path is not None and plan.slots[k][4] == "struct":  # an array field of a struct
+            value = resolve_path(value, path)
+            adj = resolve_path(adj, path) if adj is not None else None
+            path = None
+        grad = adj if adj is not None else (value._grad if value is not None else None)
+        if grad is None or not dtypes.is_float(dtypes.scalar_of(leaf.dtype)) or grad.size == 0:
+            buffers.append(plan.dummies.get(k) if leaf is plan.params[k] else
+                           _empty_like_param(leaf))
             has.append(False)
             consume.append(False)
             continue
-        if adj is not None and (adj.dtype is not value.dtype or adj.ndim != value.ndim):
+        if adj is not None and leaf is plan.params[k] and (
+                adj.dtype is not value.dtype or adj.ndim != value.ndim):
             _array_arg(kernel, plan.params[k], k, adj, what="adjoint argument")
-        data = grad._data
+        data = grad._data if path is None else field_view(grad._data, path)
         if k in plan.float16:
             staged.append((grad, data.astype(np.float32)))
             data = staged[-1][1]

@@ -19,6 +19,15 @@ from .fence import check_syntax
 from .resolve import GlobalScope
 from .source import ParsedSource
 from .typecheck import ExpressionTyper, component_position, compute_type, is_array_spec
+from .struct_values import (
+    StructArrayRef,
+    StructElem,
+    StructLocal,
+    is_struct_type,
+    new_struct_local,
+    struct_array_param,
+    struct_param,
+)
 from .values import CompLocal, CompValue
 
 _AUG_LOCAL = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Mod: "mod",
@@ -165,9 +174,14 @@ class Lowerer(ExpressionTyper):
                     self.fail(target, f"'{target.id}' is a scalar; it cannot become an array view")
                 self.scope[target.id] = value
                 return None
-            return self.assign_name(target, target.id, self.as_value(node.value, value))
+            if not hasattr(value, "new_like"):
+                value = self.as_value(node.value, value)
+            return self.assign_name(target, target.id, value)
         if isinstance(target, (ast.Subscript, ast.Attribute)):
-            return self.assign_part(target, self.operand(node.value))
+            value = self.evaluate(node.value)
+            if not hasattr(value, "new_like"):
+                value = self.as_value(node.value, value)
+            return self.assign_part(target, value)
         self.fail(target, f"cannot assign to {type(target).__name__} in kernels",
                   KernelSyntaxError)
 
@@ -176,7 +190,10 @@ class Lowerer(ExpressionTyper):
         base = self.evaluate(target.value)
         if isinstance(target, ast.Subscript) and isinstance(base, ir.ArrayRef):
             return self.store(target, value)
-        if hasattr(base, "assign_field"):
+        if isinstance(target, ast.Subscript) and isinstance(base, StructArrayRef):
+            indices = tuple(self.index_list(target.slice))
+            return StructElem(base, indices).assign(self, target, value)
+        if isinstance(target, ast.Attribute) and hasattr(base, "assign_field"):
             return base.assign_field(self, target, value)
         ref, indices, local = self.component_target(target)
         if local is not None:
@@ -207,14 +224,18 @@ class Lowerer(ExpressionTyper):
         while isinstance(node, (ast.Subscript, ast.Attribute)):
             chain.append(node)
             node = node.value
-        root = self.evaluate(node)
         chain.reverse()
-        if isinstance(root, ir.ArrayRef):
+        binding = self.scope.get(node.id) if isinstance(node, ast.Name) else None
+        while chain and isinstance(binding, StructLocal) and isinstance(chain[0], ast.Attribute):
+            binding = binding.fields.get(chain[0].attr)  # descend through struct fields
+            chain = chain[1:]
+        root = binding if binding is not None else self.evaluate(node)
+        if isinstance(root, ir.ArrayRef) and chain and isinstance(chain[0], ast.Subscript):
             element = chain[0]
             ref, full = self.store_target(element)
             t, parts = ref.dtype, chain[1:]
-        elif isinstance(node, ast.Name) and isinstance(self.scope.get(node.id), CompLocal):
-            local = self.scope[node.id]
+        elif isinstance(root, CompLocal):
+            local = root
             ref, full, t, parts = None, (), local.type, chain
         else:
             self.fail(target, f"'{ast.unparse(target)}' cannot be assigned to", KernelTypeError)
@@ -253,7 +274,7 @@ class Lowerer(ExpressionTyper):
         return positions
 
     def as_value(self, node: ast.AST, value):
-        if isinstance(value, (ir.Expr, CompValue)):
+        if isinstance(value, (ir.Expr, CompValue)) or hasattr(value, "new_like"):
             return value
         if value is None:
             self.fail(node, "this function returns no value", KernelTypeError)
@@ -274,6 +295,10 @@ class Lowerer(ExpressionTyper):
             return self.assign_components(binding, value)
         if binding is not None and not isinstance(binding, tuple):
             return binding.assign(self, node, value)  # struct locals
+        if hasattr(value, "new_like"):  # a struct value: copy it into a new struct local
+            local = value.new_like(self, name)
+            self.scope[name] = local
+            return local.assign(self, node, value)
         if binding is None:
             t = declared or value.type
             if isinstance(value, ir.Const) and value.weak and declared is None:
@@ -389,6 +414,10 @@ class Lowerer(ExpressionTyper):
 
     def store(self, target: ast.Subscript, value) -> None:
         ref, indices = self.store_target(target)
+        self.store_into(target, ref, indices, value)
+
+    def store_into(self, target: ast.AST, ref: ir.ArrayRef, indices: tuple, value) -> None:
+        """``ref[indices] = value`` for a full element index (composites store per component)."""
         self.ctx.written_arrays.add(ref.param)
         self.ctx.stored_arrays.add(ref.param)
         if composite.is_composite(ref.dtype):
@@ -695,6 +724,9 @@ class Lowerer(ExpressionTyper):
                 isinstance(arg, ir.ArrayRef) and arg.view_ndim == ann.ndim:
             child.scope[name] = arg
             return
+        if (ann is typing.Any or is_array_spec(ann)) and isinstance(arg, StructArrayRef):
+            child.scope[name] = arg
+            return
         if ann is typing.Any and isinstance(arg, ir.ArrayRef):
             child.scope[name] = arg
             return
@@ -717,6 +749,7 @@ class Lowerer(ExpressionTyper):
                       f"annotation {ann!r}", KernelTypeError)
         if hasattr(value, "new_like"):  # struct argument: copy into the function's own local
             local = value.new_like(child, name)
+            child.scope[name] = local
             saved, child.block = child.block, []
             local.assign(child, arg_node, value)
             child.block = saved + child.block
@@ -759,6 +792,10 @@ def lower_kernel(fn, key: str) -> ir.KernelIR:
         sym = naming.local_name(arg.arg)
         if is_array_spec(ann):
             dtype = dtypes.normalize_dtype(ann.dtype)
+            if is_struct_type(dtype):
+                flat, scope[arg.arg] = struct_array_param(arg.arg, sym, dtype, ann.ndim)
+                params.append(ir.Param(arg.arg, sym, dtype, True, ann.ndim, flat=flat))
+                continue
             params.append(ir.Param(arg.arg, sym, dtype, True, ann.ndim))
             scope[arg.arg] = ir.ArrayRef(sym, dtype, ann.ndim)
             continue
@@ -774,9 +811,9 @@ def lower_kernel(fn, key: str) -> ir.KernelIR:
             params.append(ir.Param(arg.arg, sym, dtype, False, components=comps))
             scope[arg.arg] = CompLocal(dtype, list(comps))
             continue
-        if hasattr(dtype, "_difftape_struct"):
-            params.append(ir.Param(arg.arg, sym, dtype, False))
-            scope[arg.arg] = dtype._difftape_struct.param_value(arg.arg, sym)
+        if is_struct_type(dtype):
+            flat, scope[arg.arg] = struct_param(arg.arg, sym, dtype)
+            params.append(ir.Param(arg.arg, sym, dtype, False, flat=flat))
             continue
         params.append(ir.Param(arg.arg, sym, dtype, False))
         scope[arg.arg] = (compute_type(dtype), sym)

@@ -126,6 +126,10 @@ class ExpressionTyper:
 
     def eval_Attribute(self, node: ast.Attribute):
         base = self.evaluate(node.value)
+        if hasattr(base, "first_leaf") and node.attr == "shape":
+            return ("shape", base.first_leaf())
+        if hasattr(base, "field_ref"):
+            return base.field_ref(self, node)  # ps.mass: the per-field array of a struct array
         if isinstance(base, ir.ArrayRef):
             if node.attr == "shape":
                 return ("shape", base)
@@ -159,6 +163,14 @@ class ExpressionTyper:
             return ir.Shape(dtypes.int32, ref, len(ref.prefix) + axis)
         if isinstance(base, ir.ArrayRef):
             return self.index_array(node, base, self.index_list(node.slice))
+        if hasattr(base, "field_ref"):  # ps[i] of an array of structs
+            from .struct_values import StructElem
+
+            indices = tuple(self.index_list(node.slice))
+            if len(indices) != base.ndim:
+                self.fail(node, f"an array of structs needs {base.ndim} index(es)",
+                          KernelTypeError)
+            return StructElem(base, indices)
         if isinstance(base, CompValue):
             return self.component(node, base, self.index_list(node.slice))
         if isinstance(base, ir.Expr):
@@ -271,6 +283,8 @@ class ExpressionTyper:
             return self.inline_call(node, func, [self.evaluate(a) for a in node.args])
         if composite.is_composite(func):
             return self.construct(node, func)
+        if hasattr(func, "_difftape_struct"):
+            return self.construct_struct(node, func)
         if func in _CASTS or dtypes.is_scalar_type(func):
             target = _CASTS.get(func) or func
             if len(node.args) != 1 or node.keywords:
@@ -314,6 +328,8 @@ class ExpressionTyper:
         if len(node.args) != 1:
             self.fail(node, "len() takes exactly one argument", KernelTypeError)
         ref = self.evaluate(node.args[0])
+        if hasattr(ref, "first_leaf"):
+            ref = ref.first_leaf()
         if not isinstance(ref, ir.ArrayRef):
             self.fail(node, "len() is only defined for arrays in kernels", KernelTypeError)
         return ir.Shape(dtypes.int32, ref, len(ref.prefix))
@@ -576,6 +592,26 @@ class ExpressionTyper:
                     else composite.vector_type(3, dtypes.scalar_of(value.type)))
             return CompValue(part, value.comps[position])
         return value.comps[position]
+
+
+    def construct_struct(self, node: ast.Call, stype: type):
+        """``MyStruct()`` in a kernel: a zero-initialised struct local (keyword fields allowed)."""
+        from .struct_values import new_struct_local
+
+        names = [name for name, _, _ in stype._difftape_struct.fields]
+        if len(node.args) > len(names):
+            self.fail(node, f"{stype.__qualname__}() takes at most {len(names)} field values",
+                      KernelTypeError)
+        local = new_struct_local(self, stype, f"s{self.ctx.next('struct')}")
+        given = list(zip(names, node.args)) + [(k.arg, k.value) for k in node.keywords]
+        for field, value_node in given:
+            attr = ast.Attribute(value=ast.Name(id="_"), attr=field)
+            ast.copy_location(attr, value_node)
+            value = self.evaluate(value_node)
+            if not hasattr(value, "new_like") and not isinstance(value, ir.ArrayRef):
+                value = self.operand(value_node)
+            local.assign_field(self, attr, value)
+        return local
 
 
 def component_position(t: type, name: str):
