@@ -96,9 +96,13 @@ from difftape._src.device import synchronize as synchronize
 from difftape._src.device import synchronize_device as synchronize_device
 
 # category: kernels and launches
-from difftape._src.kernel import Function as Function
+from difftape._src.function import Function as Function
+from difftape._src.function import adjoint as adjoint
+from difftape._src.function import func as func
+from difftape._src.function import func_grad as func_grad
+from difftape._src.function import func_replay as func_replay
+from difftape._src.function import grad as grad
 from difftape._src.kernel import Kernel as Kernel
-from difftape._src.kernel import func as func
 from difftape._src.kernel import get_module_options as get_module_options
 from difftape._src.kernel import kernel as kernel
 from difftape._src.kernel import set_module_options as set_module_options

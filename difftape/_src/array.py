@@ -94,6 +94,8 @@ class array:
         else:
             ndim = self._annotation_ndim if ndim is None else ndim
             self._init_annotation(resolved or dtypes.float32, ndim)
+            # wp.array(dtype=Any) in a @wp.func: the element type comes from the argument.
+            self.generic_dtype = resolved is None
             return
         self._set_storage(storage, resolved, get_device(device))
         if grad is not None:

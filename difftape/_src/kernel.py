@@ -15,7 +15,6 @@ from . import config
 from .backends import cpu
 from .frontend import ir
 from .frontend.lower import lower_kernel
-from .frontend.source import ParsedSource, parse_function
 
 _module_options: dict[str, dict] = {}
 _DEFAULT_OPTIONS = ("enable_backward", "max_unroll", "fast_math", "mode")
@@ -54,30 +53,6 @@ def module_options(name: str) -> dict:
             "mode": config.mode,
         }
     return _module_options[name]
-
-
-class Function:
-    """A ``@wp.func``: inlined into the kernels that call it; callable from Python too."""
-
-    _difftape_function = True
-
-    def __init__(self, fn, key: str | None = None):
-        self.func = fn
-        self.key = key or fn.__name__
-        self.module = fn.__module__
-        self._parsed: ParsedSource | None = None
-        functools.update_wrapper(self, fn)
-
-    def parsed(self) -> ParsedSource:
-        if self._parsed is None:
-            self._parsed = parse_function(self.func)
-        return self._parsed
-
-    def __call__(self, *args, **kwargs):
-        return self.func(*args, **kwargs)
-
-    def __repr__(self) -> str:
-        return f"<difftape function {self.key}>"
 
 
 class Kernel:
@@ -193,14 +168,5 @@ def kernel(f=None, *, enable_backward: bool | None = None, module: object = None
     def wrap(fn):
         mod = module if isinstance(module, str) else getattr(module, "__name__", None)
         return Kernel(fn, options=options, module=mod)
-
-    return wrap(f) if f is not None else wrap
-
-
-def func(f=None, *, name: str | None = None):
-    """Decorator for functions callable from kernels (inlined at each call site)."""
-
-    def wrap(fn):
-        return Function(fn, key=name)
 
     return wrap(f) if f is not None else wrap

@@ -45,7 +45,7 @@ class Analysis:
         return False
 
 
-def analyze(body: list[ir.Stmt], kernel: ir.KernelIR) -> Analysis:
+def analyze(body: list[ir.Stmt], kernel: ir.KernelIR, sources: tuple[str, ...] = ()) -> Analysis:
     flat = kernel.flat_params()
     result = Analysis(params={p.symbol: p for p in flat})
     sites: Counter[str] = Counter()
@@ -71,6 +71,7 @@ def analyze(body: list[ir.Stmt], kernel: ir.KernelIR) -> Analysis:
     visit(body, False)
     result.restored |= {name for name, n in sites.items() if n > 1}
     result.single_assigned = {name for name, n in sites.items() if n == 1}
+    result.active.update(sources)  # extra differentiation inputs (wp.grad)
     _propagate_activity(body, result)
     return result
 
@@ -82,11 +83,16 @@ def _targets(s: ir.Stmt) -> list[str]:
         return [s.var]
     if isinstance(s, ir.Atomic) and s.result:
         return [s.result]
+    if isinstance(s, ir.CustomCall):
+        return list(s.results)
+    if isinstance(s, ir.GradOf):
+        return list(s.grads)
     return []
 
 
 def _propagate_activity(body: list[ir.Stmt], result: Analysis) -> None:
-    assigns = [s for s in ir.walk_stmts(body) if isinstance(s, ir.Assign)]
+    assigns = [s for s in _flow(body) if isinstance(s, ir.Assign)]
+    customs = [s for s in _flow(body) if isinstance(s, ir.CustomCall)]
     changed = True
     while changed:
         changed = False
@@ -94,6 +100,21 @@ def _propagate_activity(body: list[ir.Stmt], result: Analysis) -> None:
             if s.target not in result.active and result.expr_active(s.value):
                 result.active.add(s.target)
                 changed = True
+        for c in customs:
+            if any(i in result.active for i in c.inputs) and not set(c.results) <= result.active:
+                result.active.update(c.results)  # expr_active still requires a float type
+                changed = True
+
+
+def _flow(body: list[ir.Stmt]):
+    """Statements of the kernel's own flow (custom-gradient bodies are opaque units)."""
+    for s in body:
+        yield s
+        if isinstance(s, ir.If):
+            yield from _flow(s.body)
+            yield from _flow(s.orelse)
+        elif isinstance(s, (ir.For, ir.While, ir.Region)):
+            yield from _flow(s.body)
 
 
 def classify_index(ref: ir.ArrayRef, indices: tuple[ir.Expr, ...], kernel: ir.KernelIR,

@@ -171,3 +171,22 @@ class AdjointWriter(ForwardWriter):
 
     def reverse_Print(self, s: ir.Print, out: SourceBuilder) -> None:
         pass
+
+    def reverse_CustomCall(self, s: ir.CustomCall, out: SourceBuilder) -> None:
+        self.comment(s, out)
+        saved = self.in_reverse
+        self.write(s.grad_body, out, replay=False, effects=True)
+        self.in_reverse = saved
+        for name in s.results:
+            t = self.type_of(name)
+            if name in self.analysis.active:
+                adj = self.declare(naming.adjoint_name(name), t)
+                out.line(f"{adj} = {self.zero(t)}")
+        for name in reversed(s.results):
+            if name in self.analysis.restored:
+                self.pop(name, self.type_of(name), out)
+
+    def reverse_GradOf(self, s: ir.GradOf, out: SourceBuilder) -> None:
+        for name in reversed(s.grads):  # a constant here: only restore what it overwrote
+            if name in self.analysis.restored:
+                self.pop(name, self.type_of(name), out)

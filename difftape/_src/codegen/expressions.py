@@ -53,7 +53,10 @@ class ExprCoder:
 
     def load_code(self, ref: ir.ArrayRef, indices: tuple[ir.Expr, ...], temps=None) -> str:
         # float16 arrays reach kernels as float32 staging copies, so no conversion here.
-        return f"{ref.param}[{self.index_code(indices, temps, ref)}]"
+        text = f"{ref.param}[{self.index_code(indices, temps, ref)}]"
+        if ref.adjoint:  # an adjoint buffer read in a custom gradient: 0 when there is none
+            return f"({text} if has_{ref.param} else {self.zero(dtypes.scalar_of(ref.dtype))})"
+        return text
 
     def index_code(self, indices: tuple[ir.Expr, ...], temps=None,
                    ref: ir.ArrayRef | None = None) -> str:

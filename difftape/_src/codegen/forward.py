@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..frontend import ir
+from . import naming
 from .activity import SCATTER, UNIFORM, Analysis, classify_index
 from .emitter import SourceBuilder, cast
 from .expressions import ExprCoder
@@ -23,6 +24,7 @@ class ForwardWriter(ExprCoder):
         super().__init__(kernel, analysis, debug)
         self.parallel = parallel
         self.replay = False
+        self.effects = True  # perform array stores and atomics (the primal forward only)
         self.uses_fstack = False
         self.uses_istack = False
         self.stmt_temps: dict[int, dict] = {}  # statement id → its forward temporaries
@@ -60,10 +62,15 @@ class ForwardWriter(ExprCoder):
 
     # ------------------------------------------------------------ statements
 
-    def write(self, stmts: list[ir.Stmt], out: SourceBuilder, replay: bool) -> None:
-        self.replay = replay
+    def write(self, stmts: list[ir.Stmt], out: SourceBuilder, replay: bool,
+              effects: bool | None = None) -> None:
+        """``replay``: save overwritten values for the reverse sweep; ``effects``: do array stores
+        and atomics (default: only when not replaying)."""
+        saved = self.replay, self.effects
+        self.replay, self.effects = replay, (not replay) if effects is None else effects
         for s in stmts:
             self.statement(s, out)
+        self.replay, self.effects = saved
 
     def statement(self, s: ir.Stmt, out: SourceBuilder) -> None:
         self.site = s
@@ -82,6 +89,13 @@ class ForwardWriter(ExprCoder):
         out.line(f"{s.target} = {value}")
 
     def forward_Store(self, s: ir.Store, out: SourceBuilder) -> None:
+        if s.array.adjoint:  # custom gradients write adjoint buffers, when there is one
+            value = self.code(s.value)
+            out.line(f"if has_{s.array.param}: {s.array.param}[{self.index_code(s.indices)}] "
+                     f"= {value}")
+            return
+        if not self.effects and not self.replay:
+            return
         if self.replay:
             if s.array.param in self.kernel.inplace_arrays:
                 # The adjoint runs on a private copy of this array taken before the launch:
@@ -95,7 +109,12 @@ class ForwardWriter(ExprCoder):
 
     def forward_Atomic(self, s: ir.Atomic, out: SourceBuilder) -> None:
         t = s.value.type
-        if self.replay:
+        if s.array.adjoint:
+            sign = "-" if s.op == "sub" else "+"
+            out.line(f"if has_{s.array.param}: {s.array.param}[{self.index_code(s.indices)}] "
+                     f"{sign}= {self.code(s.value)}")
+            return
+        if not self.effects:
             # Atomics are not replayed, so their return value is unknown here (Warp: garbage).
             if s.result:
                 if s.result in self.analysis.restored:
@@ -200,3 +219,48 @@ class ForwardWriter(ExprCoder):
     def forward_Print(self, s: ir.Print, out: SourceBuilder) -> None:
         if not self.replay:
             out.line(f"print({', '.join(self.code(v) for v in s.values)})")
+
+    def forward_CustomCall(self, s: ir.CustomCall, out: SourceBuilder) -> None:
+        if self.replay:
+            for name in s.results:
+                if name in self.analysis.restored:
+                    self.push(name, self.type_of(name), out)
+            body = s.replay_body if s.replay_body is not None else s.forward_body
+            # Its own adjoint is the custom gradient: nothing inside needs saving.
+            self.write(body, out, replay=False, effects=False)
+            return
+        self.write(s.forward_body, out, replay=False, effects=self.effects)
+
+    def forward_GradOf(self, s: ir.GradOf, out: SourceBuilder) -> None:
+        """Differentiate ``s.body`` right here: its replay, a unit seed, its reverse sweep."""
+        from .activity import analyze
+        from .adjoint import AdjointWriter
+
+        if self.replay:
+            for name in s.grads:
+                if name in self.analysis.restored:
+                    self.push(name, self.type_of(name), out)
+        sub = AdjointWriter(self.kernel, analyze(s.body, self.kernel, tuple(s.inputs)),
+                            self.parallel, self.debug)
+        sub.counter, sub.constants = self.counter, self.constants
+        forward, reverse = SourceBuilder(out.level), SourceBuilder(out.level)
+        sub.write(s.body, forward, replay=True)
+        t = self.type_of(s.result)
+        seed = sub.declare(naming.adjoint_name(s.result), t)
+        reverse.line(f"{seed} = {self.constants.name(1, t)}")
+        sub.reverse(s.body, reverse)
+        for name, grad in zip(s.inputs, s.grads):
+            adj = sub.declare(naming.adjoint_name(name), self.type_of(name))
+            reverse.line(f"{grad} = {adj}")
+        zeroed = {name: self.type_of(name) for name in sub.analysis.restored}
+        zeroed.update((n, typ) for n, typ in sub.declared.items() if n.startswith("adj_"))
+        for name, typ in zeroed.items():
+            out.line(f"{name} = {self.zero(typ)}")
+        out.extend(forward)
+        out.extend(reverse)
+        self.counter = sub.counter
+        self.symbols |= sub.symbols
+        self.rules |= sub.rules
+        self.runtime |= sub.runtime
+        self.uses_fstack |= sub.uses_fstack
+        self.uses_istack |= sub.uses_istack

@@ -69,6 +69,15 @@ class _Structurer:
             return [ir.If(line=s.line, text=s.text, file=s.file, cond=s.cond, body=body, orelse=orelse)], f1 | f2
         if isinstance(s, (ir.For, ir.While)):
             return self.loop(s)
+        if isinstance(s, ir.GradOf):
+            s.body = self.block(s.body)[0]
+            return [s], set()
+        if isinstance(s, ir.CustomCall):
+            s.forward_body = self.block(s.forward_body)[0]
+            if s.replay_body is not None:
+                s.replay_body = self.block(s.replay_body)[0]
+            s.grad_body = self.block(s.grad_body)[0]
+            return [s], set()
         if isinstance(s, ir.Region):
             body, flags = self.block(s.body)
             own = _flag("ret", s.region)

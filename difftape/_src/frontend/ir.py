@@ -36,6 +36,7 @@ class ArrayRef:
     dtype: type
     ndim: int  # of the underlying parameter
     prefix: tuple[Expr, ...] = ()
+    adjoint: bool = False  # the adjoint buffer of array ``param[4:]`` (in custom gradients)
 
     @property
     def view_ndim(self) -> int:
@@ -154,6 +155,31 @@ class Region(Stmt):
 
 
 @dataclass(eq=False)
+class CustomCall(Stmt):
+    """A call of a ``@wp.func`` that has a ``@wp.func_grad``: the body runs as written in the forward
+    (``replay_body`` replaces it in the adjoint's replay when given) and the reverse sweep runs
+    ``grad_body`` instead of differentiating the body. Inputs are locals assigned just before."""
+
+    inputs: list[str] = field(default_factory=list)
+    results: list[str] = field(default_factory=list)
+    forward_body: list[Stmt] = field(default_factory=list)
+    replay_body: list[Stmt] | None = None
+    grad_body: list[Stmt] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class GradOf(Stmt):
+    """``wp.grad(f)(args)``: runs ``body`` (which computes ``result`` from the ``inputs`` locals)
+    and its adjoint in place, leaving d result / d input in ``grads``. A constant for the
+    surrounding reverse sweep, as in Warp."""
+
+    inputs: list[str] = field(default_factory=list)
+    result: str = ""
+    grads: list[str] = field(default_factory=list)
+    body: list[Stmt] = field(default_factory=list)
+
+
+@dataclass(eq=False)
 class Print(Stmt):
     values: tuple[Expr, ...] = ()
 
@@ -212,6 +238,10 @@ def walk_stmts(stmts: list[Stmt]):
             yield from walk_stmts(s.body)
             yield from walk_stmts(s.orelse)
         elif isinstance(s, (For, While, Region)):
+            yield from walk_stmts(s.body)
+        elif isinstance(s, CustomCall):  # the forward body only: the others are not user flow
+            yield from walk_stmts(s.forward_body)
+        elif isinstance(s, GradOf):
             yield from walk_stmts(s.body)
 
 

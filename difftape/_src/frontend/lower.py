@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+import inspect
 import typing
 
 from .. import composite, dtypes
@@ -18,7 +19,14 @@ from . import ir
 from .fence import check_syntax
 from .resolve import GlobalScope
 from .source import ParsedSource
-from .typecheck import ExpressionTyper, component_position, compute_type, is_array_spec
+from ..ops import registry
+from .typecheck import (
+    ExpressionTyper,
+    component_position,
+    compute_type,
+    is_array_spec,
+    is_user_function,
+)
 from .struct_values import (
     StructArrayRef,
     StructElem,
@@ -118,6 +126,17 @@ class Lowerer(ExpressionTyper):
         self.ctx.locals[sym] = t
         return sym
 
+    def assign_binding(self, node: ast.AST, binding, value) -> None:
+        """Assign ``value`` to a scalar or composite binding (used for ``wp.adjoint[x]``)."""
+        if isinstance(binding, tuple):
+            self.emit(ir.Assign(target=binding[1], value=self.coerce_scalar(node, value,
+                                                                            binding[0])))
+        elif isinstance(binding, CompLocal) and isinstance(value, CompValue) and \
+                value.type is binding.type:
+            self.assign_components(binding, value)
+        else:
+            self.fail(node, "this adjoint cannot be assigned that value", KernelTypeError)
+
     def stage(self, e: ir.Expr) -> ir.Expr:
         """A copy of ``e`` in a fresh temporary (constants need none)."""
         if isinstance(e, ir.Const):
@@ -188,6 +207,8 @@ class Lowerer(ExpressionTyper):
     def assign_part(self, target: ast.Subscript | ast.Attribute, value) -> None:
         """``x[i] = v``, ``v[0] = s``, ``v.x = s``, ``m[i, j] = s``, ``x[i].y = s``, ``s.f = v``."""
         base = self.evaluate(target.value)
+        if getattr(base, "_difftape_adjoint_access", False):  # wp.adjoint[x] = v
+            return self.assign_binding(target, self.adjoint_target(target.slice), value)
         if isinstance(target, ast.Subscript) and isinstance(base, ir.ArrayRef):
             return self.store(target, value)
         if isinstance(target, ast.Subscript) and isinstance(base, StructArrayRef):
@@ -226,6 +247,11 @@ class Lowerer(ExpressionTyper):
             node = node.value
         chain.reverse()
         binding = self.scope.get(node.id) if isinstance(node, ast.Name) else None
+        for k, part in enumerate(chain):  # wp.adjoint[x.v][0] = ...: start from the adjoint
+            if isinstance(part, ast.Subscript) and getattr(
+                    self.evaluate(part.value), "_difftape_adjoint_access", False):
+                binding, chain = self.adjoint_target(part.slice), chain[k + 1:]
+                break
         while chain and isinstance(binding, StructLocal) and isinstance(chain[0], ast.Attribute):
             binding = binding.fields.get(chain[0].attr)  # descend through struct fields
             chain = chain[1:]
@@ -363,6 +389,11 @@ class Lowerer(ExpressionTyper):
             self.fail(target, "augmented assignment needs a name, an array element or a "
                       "component", KernelSyntaxError)
         base = self.evaluate(target.value)
+        if getattr(base, "_difftape_adjoint_access", False):  # wp.adjoint[x] += v
+            binding = self.adjoint_target(target.slice)
+            current = self.operand(target)
+            new = self.call_builtin(node, key, [current, rhs])
+            return self.assign_binding(target, binding, new)
         if key in ("add", "sub"):  # Warp: x[i] += v on array memory is an atomic add
             if isinstance(target, ast.Subscript) and isinstance(base, ir.ArrayRef):
                 ref, indices = self.store_target(target)
@@ -681,6 +712,46 @@ class Lowerer(ExpressionTyper):
         return CompValue(t, [ir.Const(dtype, 1.0 if r == c else 0.0) for r in range(n)
                              for c in range(n)])
 
+    def call_grad(self, node: ast.Call):
+        from .typecheck import GradMarker
+
+        if len(node.args) != 1 or node.keywords:
+            self.fail(node, "wp.grad() takes one function: wp.grad(f)(x)", KernelTypeError)
+        function = self.evaluate(node.args[0])
+        if not (is_user_function(function) or isinstance(function, registry.Builtin)):
+            self.fail(node, "wp.grad() takes a @wp.func or a builtin", KernelTypeError)
+        return GradMarker(function)
+
+    def lower_grad(self, node: ast.Call, function):
+        """``wp.grad(f)(x, y)``: the partial derivatives of scalar ``f`` at (x, y), computed in
+        place by differentiating ``f``'s inlined body (constant for the outer reverse sweep)."""
+        args = []
+        for arg_node in node.args:
+            value = self.value(arg_node)
+            if isinstance(value, ir.Const) and value.weak:
+                value = self.cast(arg_node, value, dtypes.float32)
+            if not dtypes.is_float(value.type):
+                self.fail(arg_node, "wp.grad() differentiates with respect to float arguments",
+                          KernelTypeError)
+            sym = self.new_temp(value.type)
+            self.emit(ir.Assign(target=sym, value=value))
+            args.append(ir.Var(value.type, sym))
+        if isinstance(function, registry.Builtin):
+            result, body = self.capture(lambda: self.call_builtin(node, function.key, args))
+        else:
+            result, body = self.capture(lambda: self.inline_call(node, function, args))
+        if not isinstance(result, ir.Expr) or not dtypes.is_float(result.type):
+            self.fail(node, "wp.grad() needs a function with one float result", KernelTypeError)
+        if not isinstance(result, ir.Var):
+            sym = self.new_temp(result.type)
+            body.append(ir.Assign(target=sym, value=result))
+            result = ir.Var(result.type, sym)
+        grads = [self.new_temp(a.type) for a in args]
+        self.emit(ir.GradOf(inputs=[a.name for a in args], result=result.name, grads=grads,
+                            body=body))
+        values = tuple(ir.Var(a.type, g) for a, g in zip(args, grads))
+        return values[0] if len(values) == 1 else values
+
     def call_select(self, node: ast.Call):
         self.fail(node, "wp.select() has been removed. Use wp.where(cond, value_if_true, "
                   "value_if_false) instead.", KernelNameError)
@@ -691,9 +762,12 @@ class Lowerer(ExpressionTyper):
         if func.key in self.ctx.call_stack:
             self.fail(node, f"recursive call of function '{func.key}' is not supported",
                       KernelSyntaxError)
-        parsed = func.parsed()
+        overload = self.choose_overload(node, func, args)
+        if overload.grad is not None or overload.replay is not None:
+            return self.inline_custom(node, func, overload, args)
+        parsed = overload.parsed()
         check_syntax(parsed, self.ctx.kernel)
-        globals_ = GlobalScope(func.func)
+        globals_ = GlobalScope(overload.func)
         annotations = globals_.annotations()
         params = [a.arg for a in parsed.tree.args.args]
         if len(args) != len(params):
@@ -715,6 +789,135 @@ class Lowerer(ExpressionTyper):
         results = tuple(ir.Var(slot[0], slot[1]) if isinstance(slot, tuple) else slot.value()
                         for slot in region.results)
         return results[0] if len(results) == 1 else results
+
+    def choose_overload(self, node: ast.Call, func, args: list):
+        """The overload of ``func`` whose annotations fit ``args`` (exact types first)."""
+        if len(func.overloads) == 1:
+            return func.overloads[0]
+        fits = []
+        for ov in func.overloads:
+            pairs = ov.annotations
+            if len(pairs) != len(args):
+                continue
+            score = [_fit(ann, arg) for (_, ann), arg in zip(pairs, args)]
+            if all(score):
+                fits.append((sum(score), ov))
+        if not fits:
+            given = ", ".join(dtypes.type_name(getattr(a, "type", getattr(a, "dtype", type(a))))
+                              for a in args)
+            self.fail(node, f"no overload of function '{func.key}' accepts ({given})",
+                      KernelTypeError)
+        return max(fits, key=lambda f: f[0])[1]
+
+    def inline_custom(self, node: ast.Call, func, overload, args: list):
+        """A call of a function with a custom gradient and/or replay: a ``CustomCall`` unit."""
+        parsed = overload.parsed()
+        check_syntax(parsed, self.ctx.kernel)
+        globals_ = GlobalScope(overload.func)
+        annotations = globals_.annotations()
+        params = [a.arg for a in parsed.tree.args.args]
+        if len(args) != len(params):
+            self.fail(node, f"function '{func.key}' takes {len(params)} argument(s), "
+                      f"{len(args)} given", KernelTypeError)
+        callers = (self.parsed.locate(node), *self.region.callers)
+        region = RegionInfo(self.ctx.next("region"), function=func.key, callers=callers)
+        suffix = f"_{func.key}{region.region}"
+        forward = Lowerer(self.ctx, parsed, globals_, {}, region, suffix=suffix)
+        for name, arg, arg_node in zip(params, args, node.args):
+            self.bind_parameter(forward, func, name, annotations.get(name), arg, arg_node)
+        self.block.extend(forward.block)  # the arguments: ordinary, differentiated statements
+        forward.block = []
+        inputs = [sym for name in params for sym in _symbols(forward.scope.get(name))]
+        param_scope = dict(forward.scope)
+        self.ctx.call_stack.append(func.key)
+        forward.current = parsed.tree
+        body = [ir.Region(region=region.region, body=forward.lower_block(parsed.tree.body))]
+        replay_body = None
+        if overload.replay is not None:
+            replay_body = self.lower_companion(overload.replay, param_scope, func.key, callers,
+                                               results=region)
+        grad_body = []
+        if overload.grad is not None:
+            grad_scope = self.grad_scope(node, overload.grad, params, param_scope, region)
+            grad_body = self.lower_companion(overload.grad, grad_scope, func.key, callers,
+                                             adjoint=True)
+        self.ctx.call_stack.pop()
+        results = [sym for slot in region.results or [] for sym in _symbols(slot)]
+        self.emit(ir.CustomCall(inputs=inputs, results=results, forward_body=body,
+                                replay_body=replay_body, grad_body=grad_body))
+        if not region.results:
+            return None
+        values = tuple(ir.Var(slot[0], slot[1]) if isinstance(slot, tuple) else slot.value()
+                       for slot in region.results)
+        return values[0] if len(values) == 1 else values
+
+    def lower_companion(self, fn, scope: dict, key: str, callers: tuple, results=None,
+                        adjoint: bool = False) -> list[ir.Stmt]:
+        """Lower a ``func_replay``/``func_grad`` body against the call's parameter bindings."""
+        from .source import parse_function
+
+        parsed = parse_function(fn)
+        check_syntax(parsed, self.ctx.kernel)
+        region = RegionInfo(self.ctx.next("region"), function=key, callers=callers,
+                            results=results.results if results is not None else None)
+        child = Lowerer(self.ctx, parsed, GlobalScope(fn), dict(scope), region,
+                        suffix=f"_{fn.__name__}{region.region}")
+        child.adjoint_allowed = adjoint
+        child.current = parsed.tree
+        body = child.lower_block(parsed.tree.body)
+        if results is not None and results.results is None:
+            results.results = region.results
+        return [ir.Region(region=region.region, body=body)]
+
+    def grad_scope(self, node, grad_fn, params: list[str], param_scope: dict, region) -> dict:
+        """Names a custom gradient sees: the forward parameters, then one adjoint per result."""
+        names = list(inspect.signature(grad_fn).parameters)
+        results = region.results or []
+        if len(names) != len(params) + len(results):
+            self.fail(node, f"gradient function {grad_fn.__qualname__} takes {len(names)} "
+                      f"arguments; it needs the {len(params)} forward arguments and one adjoint "
+                      f"per return value ({len(results)})", KernelTypeError)
+        scope = {new: param_scope[old] for new, old in zip(names, params)}
+        for name, slot in zip(names[len(params):], results):
+            scope[name] = self.adjoint_binding(node, slot)
+        return scope
+
+    def adjoint_binding(self, node, binding):
+        """The adjoint counterpart of a binding: ``adj_`` locals, or the adjoint buffer of an array."""
+        if isinstance(binding, tuple):
+            sym = naming.adjoint_name(binding[1])
+            self.ctx.locals[sym] = binding[0]
+            return (binding[0], sym)
+        if isinstance(binding, CompLocal):
+            syms = [naming.adjoint_name(s) for s in binding.syms]
+            for s in syms:
+                self.ctx.locals[s] = compute_type(dtypes.scalar_of(binding.type))
+            return CompLocal(binding.type, syms)
+        if isinstance(binding, ir.ArrayRef):
+            return ir.ArrayRef(naming.adjoint_array(binding.param), binding.dtype, binding.ndim,
+                               binding.prefix, adjoint=True)
+        if isinstance(binding, StructLocal):
+            return StructLocal(binding.type, {k: self.adjoint_binding(node, v) if v is not None
+                                              else None for k, v in binding.fields.items()})
+        self.fail(node, "wp.adjoint[] takes a parameter of the forward function",
+                  KernelTypeError)
+
+    def adjoint_target(self, node: ast.AST):
+        """``wp.adjoint[x]`` / ``wp.adjoint[x.field]``: the adjoint binding of that parameter."""
+        if not getattr(self, "adjoint_allowed", False):
+            self.fail(node, "wp.adjoint[...] can only be used inside @wp.func_grad functions",
+                      KernelSyntaxError)
+        path = []
+        while isinstance(node, ast.Attribute):
+            path.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id not in self.scope:
+            self.fail(node, "wp.adjoint[] takes a parameter of the forward function",
+                      KernelTypeError)
+        binding = self.scope[node.id]
+        for name in reversed(path):
+            binding = binding.fields[name] if isinstance(binding, StructLocal) else None
+        return self.adjoint_binding(node, binding)
 
     def bind_parameter(self, child: Lowerer, func, name: str, ann, arg, arg_node: ast.AST) -> None:
         if ann is None:
@@ -859,3 +1062,34 @@ def _part_type(t: type, count: int) -> type:
     if count == 1:
         return dtypes.scalar_of(t)
     return composite.vector_type(count, dtypes.scalar_of(t))
+
+
+def _symbols(binding) -> list[str]:
+    """The scalar locals behind a binding (parameters and results of custom-gradient calls)."""
+    if isinstance(binding, tuple):
+        return [binding[1]]
+    if isinstance(binding, CompLocal):
+        return list(binding.syms)
+    if isinstance(binding, StructLocal):
+        return [s for v in binding.fields.values() for s in _symbols(v)]
+    return []
+
+
+def _fit(ann, arg) -> int:
+    """How well ``arg`` fits annotation ``ann``: 0 no, 1 generic or converted literal, 2 exact."""
+    if ann is typing.Any:
+        return 1
+    if is_array_spec(ann):
+        if not isinstance(arg, ir.ArrayRef) or arg.view_ndim != ann.ndim:
+            return 0
+        if getattr(ann, "generic_dtype", False):
+            return 1
+        return 2 if arg.dtype is dtypes.normalize_dtype(ann.dtype) else 0
+    t = dtypes.normalize_dtype(ann)
+    arg_type = getattr(arg, "type", None)
+    if arg_type is t:
+        return 2
+    if isinstance(arg, ir.Const) and arg.weak and t is not None and dtypes.is_scalar_type(t) \
+            and (dtypes.is_float(t) or not dtypes.is_float(arg.type)):
+        return 1
+    return 0

@@ -154,6 +154,11 @@ class ExpressionTyper:
 
     def eval_Subscript(self, node: ast.Subscript):
         base = self.evaluate(node.value)
+        if getattr(base, "_difftape_adjoint_access", False):
+            binding = self.adjoint_target(node.slice)
+            if isinstance(binding, tuple):
+                return ir.Var(binding[0], binding[1])
+            return binding.value() if isinstance(binding, CompLocal) else binding
         if isinstance(base, tuple) and base and base[0] == "shape":
             axis = self.static_int(node.slice, "a shape index")
             ref = base[1]
@@ -274,6 +279,8 @@ class ExpressionTyper:
 
     def eval_Call(self, node: ast.Call):
         func = self.evaluate(node.func)
+        if isinstance(func, GradMarker):
+            return self.lower_grad(node, func.function)
         if isinstance(func, registry.Builtin):
             return self.call_named_builtin(node, func.key)
         if is_user_function(func):
@@ -612,6 +619,13 @@ class ExpressionTyper:
                 value = self.operand(value_node)
             local.assign_field(self, attr, value)
         return local
+
+
+class GradMarker:
+    """``wp.grad(f)``: waits for its call, ``wp.grad(f)(args)``."""
+
+    def __init__(self, function):
+        self.function = function
 
 
 def component_position(t: type, name: str):
