@@ -60,7 +60,7 @@ def _thread_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, sta
     dims = [f"dim{k}" for k in range(variant.rank)]
     levels = 0
     if variant.parallel:
-        out.line(f"for chunk in prange(nchunks):")
+        out.line("for chunk in prange(nchunks):")
         out.level += 1
         out.line(f"lo = chunk * {dims[0]} // nchunks; hi = (chunk + 1) * {dims[0]} // nchunks")
         for line in stacks:
@@ -125,7 +125,7 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
     if writer.uses_istack:
         stacks.append("istack = np.empty(64, np.int64); itop = 0")
     out = SourceBuilder()
-    options = [f"cache=True", "error_model='numpy'"]
+    options = ["cache=True", "error_model='numpy'"]
     if variant.parallel:
         options.append("parallel=True")
     if variant.debug:
