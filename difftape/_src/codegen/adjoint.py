@@ -67,8 +67,7 @@ class AdjointWriter(ForwardWriter):
         if active:
             temps = self.temps_for(s, s.value, out)
             adj = self.declare(naming.adjoint_name(s.target), t)
-            g = self.new_temp(t)
-            out.line(f"{g} = {adj}; {adj} = {self.zero(t)}")
+            g = self.take(adj, t, out)
             self.backprop(s.value, g, out, temps, self.accumulate)
 
     def reverse_Store(self, s: ir.Store, out: SourceBuilder) -> None:
@@ -85,14 +84,19 @@ class AdjointWriter(ForwardWriter):
             return
         adj = naming.adjoint_array(p)
         t = s.value.type
-        with out.block(f"if {naming.has_adjoint_flag(p)}:"):
-            temps: dict = {}
-            idx = self.index_code(s.indices, temps, s.array)
-            g = self.new_temp(t)
-            out.line(f"{g} = {adj}[{idx}]")
-            out.line(f"if {naming.consume_flag(p)}: {adj}[{idx}] = {self.zero(t)}")
-            if self.analysis.expr_active(s.value):
-                self.backprop(s.value, g, out, temps, self.accumulate)
+        temps: dict = {}
+        idx = self.index_code(s.indices, temps, s.array)
+        g = self.new_temp(t)
+        out.line(f"{g} = {adj}[{self.masked_index(s, temps)}]")
+        out.line(f"if {naming.consume_flag(p)}: {adj}[{idx}] = {self.zero(t)}")
+        if self.analysis.expr_active(s.value):
+            self.backprop(s.value, g, out, temps, self.accumulate)
+
+    def masked_index(self, s, temps: dict) -> str:
+        """The index of an output adjoint read: multiplied by its has-adjoint flag, so an array
+        without a gradient reads element 0 of its zero-filled one-element stand-in."""
+        flag = naming.has_adjoint_flag(s.array.param)
+        return ", ".join(f"{self.code(i, temps)} * {flag}" for i in s.indices)
 
     def reverse_Atomic(self, s: ir.Atomic, out: SourceBuilder) -> None:
         restored = s.result is not None and s.result in self.analysis.restored
@@ -106,26 +110,34 @@ class AdjointWriter(ForwardWriter):
             return
         p = s.array.param
         t = s.value.type
-        with out.block(f"if {naming.has_adjoint_flag(p)}:"):
-            temps: dict = {}
-            idx = self.index_code(s.indices, temps, s.array)
-            g = self.new_temp(t)
-            sign = "-" if s.op == "sub" else ""
-            out.line(f"{g} = {sign}{naming.adjoint_array(p)}[{idx}]")
-            if s.op in ("min", "max"):
-                # Warp: the value gets the gradient iff it equals the final element (ties: all).
-                value = self.value_of(s.value, out, temps)
-                final = self.load_code(s.array, s.indices, temps)
-                with out.block(f"if {value} == {final} or ({value} != {value} and "
-                               f"{final} != {final}):"):
-                    self.backprop(s.value, g, out, temps, self.accumulate)
-            else:
+        temps: dict = {}
+        g = self.new_temp(t)
+        sign = "-" if s.op == "sub" else ""
+        out.line(f"{g} = {sign}{naming.adjoint_array(p)}[{self.masked_index(s, temps)}]")
+        if s.op in ("min", "max"):
+            # Warp: the value gets the gradient iff it equals the final element (ties: all).
+            value = self.value_of(s.value, out, temps)
+            final = self.load_code(s.array, s.indices, temps)
+            self.flush(out)
+            self.depth += 1
+            with out.block(f"if {value} == {final} or ({value} != {value} and "
+                           f"{final} != {final}):"):
                 self.backprop(s.value, g, out, temps, self.accumulate)
+            self.depth -= 1
+        else:
+            self.backprop(s.value, g, out, temps, self.accumulate)
+
+    def nested(self, stmts: list[ir.Stmt], level: int) -> SourceBuilder:
+        """The reverse sweep of ``stmts`` as the body of a block (accumulators by name)."""
+        block = SourceBuilder(level)
+        self.depth += 1
+        self.reverse(stmts, block)
+        self.depth -= 1
+        return block
 
     def reverse_If(self, s: ir.If, out: SourceBuilder) -> None:
-        body, orelse = SourceBuilder(out.level + 1), SourceBuilder(out.level + 1)
-        self.reverse(s.body, body)
-        self.reverse(s.orelse, orelse)
+        self.flush(out)
+        body, orelse = self.nested(s.body, out.level + 1), self.nested(s.orelse, out.level + 1)
         in_loop = self.analysis.is_in_loop(s)
         if not body.lines and not orelse.lines and not in_loop:
             return
@@ -142,8 +154,8 @@ class AdjointWriter(ForwardWriter):
 
     def reverse_For(self, s: ir.For, out: SourceBuilder) -> None:
         names = self.aux[id(s)]
-        body = SourceBuilder(out.level + 1)
-        self.reverse(s.body, body)
+        self.flush(out)
+        body = self.nested(s.body, out.level + 1)
         if self.analysis.is_in_loop(s):
             self.pop(names["trip"], dtypes.int32, out)
             for key in ("count", "step", "start") if s.reverse else ("step", "start"):
@@ -160,8 +172,8 @@ class AdjointWriter(ForwardWriter):
 
     def reverse_While(self, s: ir.While, out: SourceBuilder) -> None:
         trip = self.aux[id(s)]["trip"]
-        body = SourceBuilder(out.level + 1)
-        self.reverse(s.body, body)
+        self.flush(out)
+        body = self.nested(s.body, out.level + 1)
         if self.analysis.is_in_loop(s):
             self.pop(trip, dtypes.int32, out)
         if body.lines:
@@ -174,6 +186,7 @@ class AdjointWriter(ForwardWriter):
 
     def reverse_CustomCall(self, s: ir.CustomCall, out: SourceBuilder) -> None:
         self.comment(s, out)
+        self.flush(out)  # the custom gradient reads and writes adjoints by name
         saved = self.in_reverse
         self.write(s.grad_body, out, replay=False, effects=True)
         self.in_reverse = saved

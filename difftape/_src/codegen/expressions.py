@@ -38,6 +38,11 @@ class ExprCoder:
         # in the same block, so only replay temporaries need a zero definition up front.
         self.in_reverse = False
         self.constants = ConstantPool()
+        # In straight-line reverse code an adjoint accumulator is a chain of single assignments
+        # (acc_7 = acc_3 + g); Numba's SSA pass is quadratic in multiply-assigned variables.
+        # Inside blocks (depth > 0) accumulators are updated in place under their own name.
+        self.versions: dict[str, str] = {}
+        self.depth = 0
         self.counter = 0
 
     def declare(self, name: str, t: type) -> str:
@@ -153,7 +158,7 @@ class ExprCoder:
             return
         if isinstance(e, ir.Var):
             adj = self.declare(naming.adjoint_name(e.name), e.type)
-            out.line(f"{adj} += {g}")
+            self.add_to(adj, g, out)
         elif isinstance(e, ir.Load):
             accumulate(e.array, e.indices, g, out, temps)
         elif isinstance(e, ir.Cast):
@@ -198,6 +203,32 @@ class ExprCoder:
             contribution = self.new_temp(arg.type)
             out.line(f"{contribution} = {cast(f'{rule}[{k}]', arg.type)}")
             self.backprop(arg, contribution, out, temps, accumulate)
+
+    def add_to(self, adj: str, g: str, out: SourceBuilder) -> None:
+        if self.depth == 0:
+            self.counter += 1
+            version = f"acc_{self.counter}"
+            out.line(f"{version} = {self.versions.get(adj, adj)} + {g}")
+            self.versions[adj] = version
+        else:
+            out.line(f"{adj} += {g}")
+
+    def take(self, adj: str, t: type, out: SourceBuilder) -> str:
+        """The value accumulated in ``adj``, which is reset to zero."""
+        if self.depth == 0:
+            value = self.versions.get(adj, adj)
+            self.versions[adj] = self.zero(t)
+            return value
+        g = self.new_temp(t)
+        out.line(f"{g} = {adj}; {adj} = {self.zero(t)}")
+        return g
+
+    def flush(self, out: SourceBuilder) -> None:
+        """Give every accumulator its own name back (before code enters a block)."""
+        for adj, version in self.versions.items():
+            if version != adj:
+                out.line(f"{adj} = {version}")
+        self.versions.clear()
 
     def declarations(self, out: SourceBuilder, names: dict[str, type]) -> None:
         """Typed zero initialisation of locals, so every path defines every name."""

@@ -251,7 +251,7 @@ class ForwardWriter(ExprCoder):
         sub.reverse(s.body, reverse)
         for name, grad in zip(s.inputs, s.grads):
             adj = sub.declare(naming.adjoint_name(name), self.type_of(name))
-            reverse.line(f"{grad} = {adj}")
+            reverse.line(f"{grad} = {sub.versions.get(adj, adj)}")
         zeroed = {name: self.type_of(name) for name in sub.analysis.restored}
         zeroed.update((n, typ) for n, typ in sub.declared.items() if n.startswith("adj_"))
         for name, typ in zeroed.items():
