@@ -235,3 +235,22 @@ def test_struct_array_particle_system_matches_finite_differences():
     outputs = {"out": np.zeros(n, dtype=data.dtype), "e1": np.zeros(1), "e2": np.zeros(1)}
     dtypes_ = {"ps": Particle, "out": Particle, "e1": wp.float64, "e2": wp.float64}
     check_tape(run, inputs, outputs, dtypes_)
+
+
+def test_visualize_names_struct_array_fields():
+    pytest.importorskip("pydot")
+    from .test_visualize import all_nodes, parse  # imports pydot's parser without warnings
+
+    s = Multiplicands()
+    s.x = wp.ones(3, dtype=float, requires_grad=True)
+    s.y = wp.ones(3, dtype=float)
+    z = wp.zeros(3, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(multiply, 3, inputs=[s], outputs=[z])
+    nodes = [n for name, n in all_nodes(parse(tape.visualize())).items()
+             if name.startswith("arr")]
+    labels = {n.get_label().strip('"') for n in nodes}
+    assert {"s.x", "s.y", "z"} <= labels
+    colors = {n.get_label().strip('"'): n.get("fillcolor") for n in nodes}
+    assert colors["s.x"].strip('"') == "#76B900" and colors["s.y"].strip('"') == "lightgray"
