@@ -120,10 +120,12 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
     name = naming.adjoint_function(kernel.name) if adjoint else naming.forward_function(kernel.name)
 
     stacks = []
-    if writer.uses_fstack:
-        stacks.append("fstack = np.empty(64, np.float64); ftop = 0")
-    if writer.uses_istack:
-        stacks.append("istack = np.empty(64, np.int64); itop = 0")
+    for kind, used, dtype in (("f", writer.uses_fstack, f"np.{writer.stack_float.__name__}"),
+                              ("i", writer.uses_istack, "np.int64")):
+        if used:
+            slack = writer.push_sites[kind]
+            stacks.append(f"{kind}slack = {slack}; {kind}stack = np.empty({max(64, 2 * slack)}, "
+                          f"{dtype}); {kind}top = 0")
     out = SourceBuilder()
     options = ["cache=True", "error_model='numpy'"]
     if variant.parallel:

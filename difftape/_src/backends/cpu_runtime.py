@@ -13,9 +13,12 @@ from numba.extending import intrinsic
 
 
 @njit(cache=True)
-def rt_grow(stack):
-    """A stack twice as large holding ``stack``'s values (per-thread adjoint tapes grow on demand)."""
-    bigger = np.empty(stack.shape[0] * 2, stack.dtype)
+def rt_reserve(stack, size):
+    """``stack`` with room for ``size`` values (grown to at least twice its length, data kept).
+
+    Generated adjoints call it before each loop with the room the loop's iterations need, so
+    no push inside a loop ever checks or grows the stack."""
+    bigger = np.empty(max(size, stack.shape[0] * 2), stack.dtype)
     bigger[: stack.shape[0]] = stack
     return bigger
 
