@@ -139,5 +139,15 @@ from difftape._src.errors import LaunchTypeError as LaunchTypeError
 from difftape._src.errors import LaunchValueError as LaunchValueError
 from difftape._src.errors import TapeError as TapeError
 
+# category: interop (PyTorch and DLPack; torch is imported only when a converter is called)
+from difftape._src.interop.dlpack import from_dlpack as from_dlpack
+from difftape._src.interop.dlpack import to_dlpack as to_dlpack
+from difftape._src.interop.torch_bridge import device_from_torch as device_from_torch
+from difftape._src.interop.torch_bridge import device_to_torch as device_to_torch
+from difftape._src.interop.torch_bridge import dtype_from_torch as dtype_from_torch
+from difftape._src.interop.torch_bridge import dtype_to_torch as dtype_to_torch
+from difftape._src.interop.torch_bridge import from_torch as from_torch
+from difftape._src.interop.torch_bridge import to_torch as to_torch
+
 # category: builtins (every registry record, by its Warp name: sin, min, atomic_add, where, ...)
 from difftape._src.ops.public import *  # noqa: E402,F401,F403

@@ -278,6 +278,16 @@ class array:
             return data.astype(dtype)
         return data.copy() if copy else data
 
+    def __dlpack__(self, **kwargs) -> object:
+        """A DLPack capsule sharing this array's memory (``torch.from_dlpack(a)`` works)."""
+        from difftape._src.interop.dlpack import array_dlpack
+
+        return array_dlpack(self, **kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(1, 0)``: DLPack's CPU device."""
+        return (1, 0)
+
     def __getitem__(self, key):
         """An element (all dims indexed by ints) or a view sharing memory and gradient."""
         self._require_storage("indexing")

@@ -214,5 +214,24 @@ class Tape:
             track_output_names=track_output_names, graph_direction=graph_direction,
             caller=sys._getframe(1))
 
+    # Jupyter shows the SVG graph when GraphViz ``dot`` is installed, else the markdown table.
+
+    def _repr_svg_(self) -> str | None:
+        from .visualize import tape_svg
+
+        return tape_svg(self)
+
+    def _repr_markdown_(self) -> str | None:
+        import shutil
+
+        from .visualize import tape_markdown
+
+        return None if shutil.which("dot") else tape_markdown(self)
+
+    def __repr__(self) -> str:
+        from .visualize import tape_repr
+
+        return tape_repr(self)
+
 
 from . import copies as _copies  # noqa: E402,F401 (registers the tape's copy observer)

@@ -5,7 +5,8 @@ by ``requires_grad`` (struct arguments expand into their array fields, ``"{arg}.
 tape scopes become clusters, and runs of repeated launch sequences fold into their first
 instance inside a ``"repeated Nx"`` cluster (``repeats.py`` finds them). Arrays are named after
 the caller's variables when one refers to them. ``render`` writes the text, or an image through
-the GraphViz ``dot`` program. This module only reads the tape.
+the GraphViz ``dot`` program; ``tape_svg``, ``tape_markdown`` and ``tape_repr`` are the Tape's
+notebook and text displays. This module only reads the tape.
 """
 
 from __future__ import annotations
@@ -407,3 +408,87 @@ def render(text: str, filename: str) -> None:
         f"to {stem}.dot instead. Install GraphViz (apt-get install graphviz, brew install "
         f"graphviz or conda install graphviz), then run: dot -T{suffix[1:].lower()} {stem}.dot "
         f"-o {filename}", DiffTapeWarning, stacklevel=4)
+
+
+# ------------------------------------------------------------ notebooks
+
+_MAX_TABLE_ROWS = 40
+
+
+def _notebook_frame() -> object:
+    """A frame-like view of the notebook's namespace (``__main__``), for naming arrays.
+
+    Jupyter calls ``_repr_svg_`` from its display machinery, so the caller's frame holds no user
+    variables; the user's cells run in ``__main__``.
+    """
+    import sys
+    import types
+
+    main = sys.modules.get("__main__")
+    return types.SimpleNamespace(f_locals={}, f_globals=dict(vars(main)) if main else {})
+
+
+def tape_svg(tape) -> str | None:
+    """The tape's graph as SVG text through GraphViz ``dot``, or None without a working ``dot``."""
+    dot = shutil.which("dot")
+    if dot is None:
+        return None
+    text = visualize_tape(tape, caller=_notebook_frame())
+    try:
+        result = subprocess.run([dot, "-Tsvg"], input=text.encode(), capture_output=True,
+                                check=False, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout.decode(errors="replace") if result.returncode == 0 else None
+
+
+def _counts(tape) -> tuple[int, int]:
+    kernels = sum(1 for r in tape.launches if isinstance(r, (list, tuple)))
+    return kernels, len(tape.launches) - kernels
+
+
+def tape_repr(tape) -> str:
+    """One line: how many launches and callbacks, which kernels, how many gradient buffers."""
+    kernels, callbacks = _counts(tape)
+    keys: list[str] = []
+    for record in tape.launches:
+        if isinstance(record, (list, tuple)) and record[0].key not in keys:
+            keys.append(record[0].key)
+    shown = ", ".join(keys[:8]) + (", ..." if len(keys) > 8 else "")
+    text = f"<difftape.Tape: {kernels} launch{'es' if kernels != 1 else ''}"
+    text += f" ({shown})" if keys else ""
+    text += f", {callbacks} callback{'s' if callbacks != 1 else ''}" if callbacks else ""
+    return text + f", {len(tape.gradients)} gradient buffers>"
+
+
+def _array_labels(values, params: list[str], offset: int, names: dict[int, str]) -> str:
+    """The arrays among ``values`` named by the notebook's variables, else by parameter."""
+    found = []
+    for i, value in enumerate(values):
+        param = params[offset + i] if offset + i < len(params) else f"arg{offset + i}"
+        found += [names.get(id(a), label) for label, a in array_args(value, param)]
+    return ", ".join(found)
+
+
+def tape_markdown(tape) -> str:
+    """A markdown table of the records (kernel, dim, arrays by the notebook's variable names)."""
+    names = variable_names(_notebook_frame())  # type: ignore[arg-type]
+    kernels, callbacks = _counts(tape)
+    lines = [f"**difftape.Tape**: {kernels} kernel launches, {callbacks} callbacks, "
+             f"{len(tape.gradients)} gradient buffers", ""]
+    if not tape.launches:
+        return "\n".join(lines + ["(nothing recorded)"])
+    lines += ["| # | record | dim | inputs | outputs |", "|---|---|---|---|---|"]
+    for index, record in enumerate(tape.launches[:_MAX_TABLE_ROWS]):
+        if not isinstance(record, (list, tuple)):
+            name = getattr(record, "__qualname__", type(record).__name__)
+            lines.append(f"| {index} | callback `{name}` | | | |")
+            continue
+        kernel, dim, _, inputs, outputs = record[:5]
+        params = [p.name for p in kernel.ir.params]
+        ins = _array_labels(inputs, params, 0, names)
+        outs = _array_labels(outputs, params, len(inputs), names)
+        lines.append(f"| {index} | `{kernel.key}` | {dim} | {ins} | {outs} |")
+    if len(tape.launches) > _MAX_TABLE_ROWS:
+        lines.append(f"| ... | {len(tape.launches) - _MAX_TABLE_ROWS} more records | | | |")
+    return "\n".join(lines)
