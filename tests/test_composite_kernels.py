@@ -254,3 +254,27 @@ def test_vector_atomics_forward_and_gradient():
                          peak: wp.array([[10, 20, 30]], dtype=wp.vec3)})
     # atomic_max ties (y = 5 twice) give both threads the gradient, as Warp
     np.testing.assert_allclose(x.grad.numpy(), [[1, 22, 3], [14, 5, 6], [1, 22, 33]])
+
+
+@wp.kernel
+def self_referencing_assignments(out: wp.array(dtype=wp.vec3)):
+    m = wp.mat33(0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0)
+    v = wp.vec3(1.0, 2.0, 3.0)
+    v = m * v
+    r = wp.quat(0.1, 0.2, 0.3, 0.9)
+    r = r * wp.quat(0.0, 0.0, 0.7071068, 0.7071068)
+    out[0] = v
+    out[1] = wp.vec3(r[0], r[1], r[2])
+
+
+def test_composite_assignment_reading_its_own_target():
+    out = wp.zeros(2, dtype=wp.vec3)
+    wp.launch(self_referencing_assignments, 1, inputs=[out])
+    r = wp.quat(0.1, 0.2, 0.3, 0.9) * wp.quat(0.0, 0.0, 0.7071068, 0.7071068)
+    np.testing.assert_allclose(out.numpy(), [[2.0, 1.0, 3.0], [r[0], r[1], r[2]]], rtol=1e-6)
+
+
+def test_fill_vector_arrays():
+    np.testing.assert_array_equal(wp.ones(2, dtype=wp.vec3).numpy(), np.ones((2, 3)))
+    full = wp.full(2, wp.vec3(1.0, 2.0, 3.0), dtype=wp.vec3).numpy()
+    np.testing.assert_array_equal(full, [[1, 2, 3], [1, 2, 3]])

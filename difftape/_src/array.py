@@ -430,6 +430,16 @@ class array:
     def _fill_storage(self, value: object) -> None:
         """Write ``value`` into every element, converting it as Warp does; no bookkeeping."""
         name = dtypes.type_name(self.dtype)
+        if hasattr(self.dtype, "_wp_scalar_type_"):  # vectors, matrices…: a scalar or one element
+            try:
+                element = np.asarray(value, dtype=dtypes.numpy_dtype(self.dtype))
+                if element.size == self.dtype._length:
+                    element = element.reshape(self.dtype._shape)
+                self._data[...] = element
+            except (TypeError, ValueError) as err:
+                raise ArrayError(f"Failed to fill an array of {name} with {value!r}: {err}") \
+                    from err
+            return
         if isinstance(value, (str, bytes)) or not isinstance(value, (numbers.Number, np.generic)):
             raise ArrayError(
                 f"Failed to convert the value to the array data type: an array of {name} "

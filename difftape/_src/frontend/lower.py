@@ -137,7 +137,13 @@ class Lowerer(CallLowering, ExpressionTyper):
         return ir.Var(e.type, sym)
 
     def assign_components(self, local: CompLocal, value: CompValue) -> None:
-        for sym, c in zip(local.syms, value.comps):
+        comps = value.comps
+        written = {sym: k for k, sym in enumerate(local.syms)}
+        if any(isinstance(x, ir.Var) and written.get(x.name, len(comps)) < j
+               for j, c in enumerate(comps) for x in ir.walk_expr(c)):
+            # ``v = m * v``: a component reads one assigned before it; compute all of them first.
+            comps = [self.stage(c) for c in comps]
+        for sym, c in zip(local.syms, comps):
             self.emit(ir.Assign(target=sym, value=c))
 
     def lower_block(self, stmts: list[ast.stmt]) -> list[ir.Stmt]:
