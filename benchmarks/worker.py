@@ -1,0 +1,319 @@
+"""One benchmark process: ``python -m benchmarks.worker <mode> '<json spec>' <out.json>``.
+
+Modes:
+  timing    interleaved warm-kernel timing of one workload for several implementations
+  firstrun  one implementation in a fresh process: import, compile or cache load, first result
+  memory    peak resident memory of one workload's tape (forward + backward) for one implementation
+
+The runner (``benchmarks/run.py``) starts these; each writes its result as JSON to <out.json>.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+
+T_ENTER = time.time()
+
+from benchmarks import common  # noqa: E402
+
+
+class Unavailable(Exception):
+    """The implementation cannot run this workload (e.g. a missing feature)."""
+
+
+# ----------------------------------------------------------------------------- implementations
+
+
+class WarpStyle:
+    """warp-lang or difftape running the shared Warp-style workload module."""
+
+    def __init__(self, name: str, threads: int, cache_dir: str | None,
+                 parallel_mode: str = "parallel"):
+        self.name = name
+        self.threads = threads
+        if name == "warp":
+            import warp as wp
+            wp.config.quiet = True
+            if cache_dir:
+                wp.config.kernel_cache_dir = cache_dir
+            wp.init()
+            self.mode = "single thread"
+        else:
+            import difftape as wp
+            import numba
+            if threads > 1:
+                numba.set_num_threads(threads)
+                wp.config.cpu_parallel = parallel_mode
+                self.mode = f"cpu_parallel={parallel_mode}, {threads} threads"
+            else:
+                wp.config.cpu_parallel = "serial"
+                self.mode = "cpu_parallel=serial"
+        self.wp = wp
+
+    def load(self, workload: str):
+        missing = common.missing_features(workload, self.wp)
+        if missing:
+            tag = "vec3 pending" if "vec3" in missing else "missing " + ", ".join(missing)
+            raise Unavailable(tag)
+        self.module = common.load_warp_style(workload, self.wp)
+
+    def setup(self, inputs):
+        self.state = self.module.setup(inputs)
+
+    def prepare(self):
+        self.module.prepare(self.state)
+
+    def run(self) -> tuple[float, float]:
+        m, st, wp = self.module, self.state, self.wp
+        tape = wp.Tape()
+        t0 = time.perf_counter()
+        with tape:
+            m.forward(st)
+        t1 = time.perf_counter()
+        tape.backward(m.loss(st))
+        t2 = time.perf_counter()
+        self.tape = tape  # keep it alive until the next run (memory mode reads the peak)
+        return t1 - t0, t2 - t1
+
+    def gradients(self):
+        return self.module.gradients(self.state)
+
+    def release(self):
+        self.state = None
+        self.tape = None
+
+
+class Taichi:
+    def __init__(self, threads: int, cache_dir: str | None):
+        import taichi as ti
+        kwargs = {}
+        if cache_dir:
+            kwargs = {"offline_cache": True, "offline_cache_file_path": cache_dir}
+        ti.init(arch=ti.cpu, cpu_max_num_threads=threads, ad_stack_size=256,
+                log_level=ti.WARN, default_fp=ti.f32, **kwargs)
+        self.ti = ti
+        self.name = "taichi"
+        self.threads = threads
+        self.mode = f"cpu_max_num_threads={threads}"
+
+    def load(self, workload: str):
+        self.module = common.load_taichi(workload, self.ti)
+
+    def setup(self, inputs):
+        self.state = self.module.setup(inputs)
+
+    def prepare(self):
+        self.module.prepare(self.state)
+        self.ti.sync()
+
+    def run(self) -> tuple[float, float]:
+        m, st, ti = self.module, self.state, self.ti
+        t0 = time.perf_counter()
+        m.forward(st)
+        ti.sync()
+        t1 = time.perf_counter()
+        m.backward(st)
+        ti.sync()
+        t2 = time.perf_counter()
+        return t1 - t0, t2 - t1
+
+    def gradients(self):
+        return self.module.gradients(self.state)
+
+    def release(self):
+        self.state = None
+
+
+class NumpyCopy:
+    """Memory-bandwidth probe timed in the same rounds as the workloads: ``numpy.copyto`` of a
+    256 MiB float32 array; "fwd" is the copy, "bwd" is 0. GB/s = 2 * bytes / time."""
+
+    name = "numpy_copy"
+    mode = "numpy.copyto, 256 MiB float32"
+
+    def __init__(self, mb: int = 256):
+        import numpy as np
+        self.src = np.random.default_rng(0).random(mb * 2**20 // 4, dtype=np.float32)
+        self.dst = np.empty_like(self.src)
+        self.bytes = 2 * self.src.nbytes
+
+    def prepare(self):
+        pass
+
+    def run(self) -> tuple[float, float]:
+        import numpy as np
+        t0 = time.perf_counter()
+        np.copyto(self.dst, self.src)
+        return time.perf_counter() - t0, 0.0
+
+
+def make_impl(name: str, threads: int, cache_dir: str | None = None,
+              parallel_mode: str = "parallel"):
+    if name == "taichi":
+        return Taichi(threads, cache_dir)
+    return WarpStyle(name, threads, cache_dir, parallel_mode)
+
+
+# ----------------------------------------------------------------------------- modes
+
+
+def _grad_check(workload: str, impl, ref) -> dict:
+    err = common.max_rel_error(impl.gradients(), ref)
+    tol = common.TOLERANCE[workload]
+    known = common.KNOWN_WRONG.get((workload, impl.name))
+    status = "ok" if err <= tol else ("known wrong" if known else "FAIL")
+    return {"max_rel_error": err, "tolerance": tol, "status": status}
+
+
+def timing(spec: dict) -> dict:
+    workload, threads = spec["workload"], spec["threads"]
+    rounds, warmup = spec["rounds"], spec.get("warmup", 1)
+    threshold, retries = spec.get("noise_threshold", 0.1), spec.get("retries", 1)
+    retry_max_s = spec.get("retry_max_s", 2.0)  # longer samples average the noise out
+    numpy_part = common.load_numpy_part(workload)
+    inputs = numpy_part.make_inputs(spec["scale"], seed=0)
+    ref = numpy_part.reference(inputs) if spec.get("check", True) else None
+
+    out = {"spec": spec, "impls": {}}
+    impls = []
+    for name in spec["impls"]:
+        rec = out["impls"][name] = {"fwd": [], "bwd": [], "noise": [], "retried": 0}
+        try:
+            impl = make_impl(name, threads, spec.get("cache_dirs", {}).get(name),
+                             spec.get("parallel_mode", "parallel"))
+            rec["mode"] = impl.mode
+            impl.load(workload)
+            impl.setup(inputs)
+        except Unavailable as err:
+            rec["status"] = f"n/a ({err})"
+            continue
+        except Exception as err:  # a library that cannot run this program: report, go on
+            rec["status"] = f"n/a (error: {type(err).__name__}: {str(err).splitlines()[0][:120]})"
+            continue
+        rec["status"] = "ok"
+        impls.append(impl)
+
+    if spec.get("bandwidth"):
+        probe = NumpyCopy()
+        out["impls"][probe.name] = {"fwd": [], "bwd": [], "noise": [], "retried": 0,
+                                    "status": "ok", "mode": probe.mode, "bytes": probe.bytes}
+        impls.append(probe)
+
+    meter = common.NoiseMeter()
+    gc.disable()
+    try:
+        for r in range(warmup + rounds):
+            order = impls[r % len(impls):] + impls[:r % len(impls)] if impls else []
+            for impl in order:
+                rec = out["impls"][impl.name]
+                for attempt in range(retries + 1):
+                    gc.collect()
+                    impl.prepare()
+                    meter.start()
+                    fwd, bwd = impl.run()
+                    noise = meter.stop()
+                    if (r < warmup or noise <= threshold or attempt == retries
+                            or fwd + bwd > retry_max_s):
+                        break
+                    rec["retried"] += 1
+                if r < warmup:
+                    if r == warmup - 1 and ref is not None and hasattr(impl, "gradients"):
+                        rec["grad"] = _grad_check(workload, impl, ref)
+                    continue
+                rec["fwd"].append(fwd)
+                rec["bwd"].append(bwd)
+                rec["noise"].append(noise)
+    finally:
+        gc.enable()
+    for rec in out["impls"].values():
+        if rec["fwd"]:
+            rec["fwd_ms"] = 1e3 * statistics.median(rec["fwd"])
+            rec["bwd_ms"] = 1e3 * statistics.median(rec["bwd"])
+            rec["fwd_min_ms"] = 1e3 * min(rec["fwd"])
+            rec["bwd_min_ms"] = 1e3 * min(rec["bwd"])
+            rec["noise_median"] = statistics.median(rec["noise"])
+    return out
+
+
+def firstrun(spec: dict) -> dict:
+    """Time from process start to the first finished forward + backward (and its parts)."""
+    workload, name = spec["workload"], spec["impl"]
+    numpy_part = common.load_numpy_part(workload)
+    inputs = numpy_part.make_inputs(spec["scale"], seed=0)
+    t_import0 = time.time()
+    impl = make_impl(name, spec["threads"], spec.get("cache_dir"),
+                     spec.get("parallel_mode", "parallel"))
+    t_import1 = time.time()
+    try:
+        impl.load(workload)
+    except Unavailable as err:
+        return {"status": f"n/a ({err})"}
+    impl.setup(inputs)
+    impl.prepare()
+    t_setup = time.time()
+    impl.run()
+    t_first = time.time()
+    impl.prepare()
+    impl.run()
+    t_second = time.time()
+    return {"status": "ok", "mode": impl.mode,
+            "interpreter_s": T_ENTER - spec["spawn_time"],
+            "import_init_s": t_import1 - t_import0,
+            "first_call_s": t_first - t_setup,
+            "second_call_s": t_second - t_first,
+            "first_result_s": t_first - spec["spawn_time"]}
+
+
+def _status_kb(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(field)
+
+
+def memory(spec: dict) -> dict:
+    """Peak RSS of setup + forward + backward at full size, above a baseline taken after the
+    kernels were compiled (on a tiny problem) and the numpy inputs were built."""
+    workload, name = spec["workload"], spec["impl"]
+    numpy_part = common.load_numpy_part(workload)
+    tiny = numpy_part.make_inputs(1e-3, seed=0)
+    inputs = numpy_part.make_inputs(spec["scale"], seed=0)
+    impl = make_impl(name, spec["threads"], spec.get("cache_dir"))
+    try:
+        impl.load(workload)
+    except Unavailable as err:
+        return {"status": f"n/a ({err})"}
+    impl.setup(tiny)
+    for _ in range(2):
+        impl.prepare()
+        impl.run()
+    impl.release()
+    gc.collect()
+    base = _status_kb("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # reset the peak (VmHWM) to the current RSS
+    impl.setup(inputs)
+    after_setup = _status_kb("VmRSS")
+    for _ in range(2):
+        impl.prepare()
+        impl.run()
+    peak = _status_kb("VmHWM")
+    return {"status": "ok", "mode": impl.mode, "baseline_mb": base / 1024,
+            "state_mb": (after_setup - base) / 1024, "peak_mb": (peak - base) / 1024}
+
+
+def main(argv):
+    mode, spec, out_path = argv[1], json.loads(argv[2]), argv[3]
+    result = {"timing": timing, "firstrun": firstrun, "memory": memory}[mode](spec)
+    with open(out_path, "w") as f:
+        json.dump(result, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
