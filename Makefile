@@ -4,6 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXAMPLES_STAMP := $(VENV)/.examples-installed
+BENCH_STAMP := $(VENV)/.bench-installed
+BENCH_ARGS ?=
 
 .PHONY: setup demo test test-quick bench clean
 
@@ -31,6 +33,14 @@ test: $(STAMP)
 
 test-quick: $(STAMP)
 	$(BIN)/python -m pytest -q -x --quick
+
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e ".[bench]"
+	touch $(BENCH_STAMP)
+
+# Benchmarks vs warp-lang and Taichi (not part of `make test`); `make bench BENCH_ARGS=--quick`.
+bench: $(BENCH_STAMP)
+	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache
