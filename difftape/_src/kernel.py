@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import typing
+
+import numpy as np
 import sys
 import threading
 
@@ -69,7 +72,43 @@ class Kernel:
         self._programs: dict[tuple, cpu.CpuProgram] = {}  # by launch state (options included)
         self._built: dict[tuple, cpu.CpuProgram] = {}  # by compiled variant
         self._lock = threading.Lock()
+        self._concrete: dict | None = None  # a specialisation's annotations for generic params
+        self._specializations: dict[tuple, Kernel] = {}
         functools.update_wrapper(self, fn)
+        self.generic_params = [
+            (k, name) for k, (name, ann) in enumerate(
+                inspect.get_annotations(fn, eval_str=True).items())
+            if ann is typing.Any or getattr(ann, "generic_dtype", False)]
+
+    # ------------------------------------------------------------ generic kernels
+
+    def specialize(self, args: list) -> Kernel:
+        """The kernel for these arguments' types (itself unless it has generic parameters).
+
+        ``typing.Any`` and ``wp.array(dtype=Any)`` parameters take the argument's type; each
+        combination compiles once, and the Tape records the specialisation (as Warp records the
+        resolved overload)."""
+        if not self.generic_params:
+            return self
+        from .array import array as array_type
+
+        specs = []
+        for k, name in self.generic_params:
+            value = args[k] if k < len(args) else None
+            if isinstance(value, array_type):
+                specs.append((name, "array", value.dtype, value.ndim))
+            else:
+                specs.append((name, "value", _value_type(value), 0))
+        key = tuple(specs)
+        kernel = self._specializations.get(key)
+        if kernel is None:
+            kernel = Kernel(self.func, key=self.key, options=self.options, module=self.module)
+            kernel.generic_params = []
+            kernel._concrete = {
+                name: (array_type(dtype=dtype, ndim=ndim) if kind == "array" else dtype)
+                for name, kind, dtype, ndim in key}
+            self._specializations[key] = kernel
+        return kernel
 
     # ------------------------------------------------------------ options
 
@@ -90,7 +129,10 @@ class Kernel:
     def ir(self) -> ir.KernelIR:
         """The kernel's typed IR (lowered on first access; raises KernelError on bad source)."""
         if self._ir is None:
-            self._ir = lower_kernel(self.func, self.key)
+            if self.generic_params:
+                raise RuntimeError(f"kernel '{self.key}' has generic parameters; it is compiled "
+                                   "for the argument types of each launch")
+            self._ir = lower_kernel(self.func, self.key, self._concrete)
         return self._ir
 
     @property
@@ -170,3 +212,24 @@ def kernel(f=None, *, enable_backward: bool | None = None, module: object = None
         return Kernel(fn, options=options, module=mod)
 
     return wrap(f) if f is not None else wrap
+
+
+def _value_type(value) -> type:
+    """The kernel type a generic scalar/vector argument takes (Python float → float32)."""
+    from . import dtypes
+
+    if isinstance(value, np.generic):  # before float: np.float64 is a float subclass
+        return dtypes.from_numpy_dtype(value.dtype)
+    if isinstance(value, bool):
+        return dtypes.bool_
+    if isinstance(value, int):
+        return dtypes.int32
+    if isinstance(value, float):
+        return dtypes.float32
+    if hasattr(type(value), "_wp_scalar_type_") or hasattr(type(value), "_difftape_struct"):
+        return type(value)
+    found = dtypes.normalize_dtype(getattr(value, "dtype", None)) if hasattr(value, "dtype") \
+        else None
+    if found is None:
+        raise TypeError(f"cannot infer a kernel type from {type(value).__name__} {value!r}")
+    return found

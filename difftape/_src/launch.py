@@ -299,6 +299,7 @@ def _prepare(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...]):
 
 
 def run_forward(kernel: Kernel, dims: tuple[int, ...], args: list) -> None:
+    kernel = kernel.specialize(args)
     plan = plan_of(kernel)
     total, parallel, lead = _prepare(kernel, plan, dims)
     packed = pack_arguments(kernel, args, plan)
@@ -325,6 +326,7 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
     ``snapshots`` holds pre-launch copies of in-place arrays; without them the current contents
     are used (a manual adjoint launch). Either way the adjoint works on a private copy.
     """
+    kernel = kernel.specialize(args)
     if not kernel.enable_backward:
         raise LaunchError(f"Failed to find backward kernel '{kernel.key}' from module "
                           f"'{kernel.module}' for device 'cpu'")
@@ -390,6 +392,8 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
         raise LaunchTypeError(f"launch(): the first argument must be a @wp.kernel, got "
                               f"{type(kernel).__name__}")
     dims = normalize_dim(kernel.key, dim)
+    if kernel.generic_params:
+        kernel = kernel.specialize(list(inputs) + list(outputs))
     resolved = _CPU if device is None or device == "cpu" else get_device(device)
     args = list(inputs) + list(outputs)
     arity = len(kernel.params)

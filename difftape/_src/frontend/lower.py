@@ -713,8 +713,11 @@ class Lowerer(CallLowering, ExpressionTyper):
                   "value_if_false) instead.", KernelNameError)
 
 
-def lower_kernel(fn, key: str) -> ir.KernelIR:
-    """Parse, fence, type and lower the Python function ``fn`` into a kernel's IR."""
+def lower_kernel(fn, key: str, concrete: dict | None = None) -> ir.KernelIR:
+    """Parse, fence, type and lower the Python function ``fn`` into a kernel's IR.
+
+    ``concrete`` maps generic parameters (``typing.Any``, ``wp.array(dtype=Any)``) to the
+    annotations of one specialisation."""
     from .source import parse_function
 
     parsed = parse_function(fn)
@@ -725,7 +728,7 @@ def lower_kernel(fn, key: str) -> ir.KernelIR:
                                 "annotations (no defaults, *args or **kwargs)", kernel=key,
                                 location=parsed.locate(parsed.tree))
     globals_ = GlobalScope(fn)
-    annotations = globals_.annotations()
+    annotations = {**globals_.annotations(), **(concrete or {})}
     ctx = KernelContext(key)
     scope: dict = {}
     params: list[ir.Param] = []

@@ -1,11 +1,13 @@
 """The Adam optimizer (Warp's ``warp.optim.Adam``), with its update written as difftape kernels.
 
-One kernel per scalar type updates a flat scalar view of each parameter (``flat.py``), so arrays
+One generic kernel (compiled per scalar type) updates a flat scalar view of each parameter (``flat.py``), so arrays
 of any float element type, vectors and matrices included, share it. Moments are kept in the
 parameter's dtype, float32 for float16 parameters (as in Warp).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import difftape as wp
 from difftape._src import dtypes
@@ -15,48 +17,20 @@ from .flat import check_grad, components, float_scalar, scalar_view, state_like
 
 
 @wp.kernel
-def adam_step_float32(g: wp.array(dtype=wp.float32), m: wp.array(dtype=wp.float32),
-                      v: wp.array(dtype=wp.float32), lr: wp.float32, beta1: wp.float32,
-                      beta2: wp.float32, t: wp.float32, eps: wp.float32,
-                      params: wp.array(dtype=wp.float32)):
-    i = wp.tid()
-    m[i] = beta1 * m[i] + (1.0 - beta1) * g[i]
-    v[i] = beta2 * v[i] + (1.0 - beta2) * g[i] * g[i]
-    mhat = m[i] / (1.0 - wp.pow(beta1, t + 1.0))
-    vhat = v[i] / (1.0 - wp.pow(beta2, t + 1.0))
-    params[i] = params[i] - lr * mhat / (wp.sqrt(vhat) + eps)
-
-
-@wp.kernel
-def adam_step_float64(g: wp.array(dtype=wp.float64), m: wp.array(dtype=wp.float64),
-                      v: wp.array(dtype=wp.float64), lr: wp.float64, beta1: wp.float64,
-                      beta2: wp.float64, t: wp.float64, eps: wp.float64,
-                      params: wp.array(dtype=wp.float64)):
-    i = wp.tid()
-    m[i] = beta1 * m[i] + (1.0 - beta1) * g[i]
-    v[i] = beta2 * v[i] + (1.0 - beta2) * g[i] * g[i]
-    mhat = m[i] / (1.0 - wp.pow(beta1, t + 1.0))
-    vhat = v[i] / (1.0 - wp.pow(beta2, t + 1.0))
-    params[i] = params[i] - lr * mhat / (wp.sqrt(vhat) + eps)
-
-
-@wp.kernel
-def adam_step_float16(g: wp.array(dtype=wp.float16), m: wp.array(dtype=wp.float32),
-                      v: wp.array(dtype=wp.float32), lr: wp.float32, beta1: wp.float32,
-                      beta2: wp.float32, t: wp.float32, eps: wp.float32,
-                      params: wp.array(dtype=wp.float16)):
+def adam_step(g: wp.array(dtype=Any), m: wp.array(dtype=Any), v: wp.array(dtype=Any),
+              lr: Any, beta1: Any, beta2: Any, t: Any, eps: Any,
+              params: wp.array(dtype=Any)):
+    # One generic kernel: it compiles once per parameter scalar type (float16 parameters are
+    # read and stored through float32, the moments' type).
     i = wp.tid()
     gi = g[i]
     m[i] = beta1 * m[i] + (1.0 - beta1) * gi
     v[i] = beta2 * v[i] + (1.0 - beta2) * gi * gi
     mhat = m[i] / (1.0 - wp.pow(beta1, t + 1.0))
     vhat = v[i] / (1.0 - wp.pow(beta2, t + 1.0))
-    # float16 arrays are storage: kernels read and store their elements as float32.
     params[i] = params[i] - lr * mhat / (wp.sqrt(vhat) + eps)
 
 
-_KERNELS = {dtypes.float16: adam_step_float16, dtypes.float32: adam_step_float32,
-            dtypes.float64: adam_step_float64}
 _STATE_SCALAR = {dtypes.float16: dtypes.float32, dtypes.float32: dtypes.float32,
                  dtypes.float64: dtypes.float64}
 
@@ -141,10 +115,11 @@ class Adam:
                     t: int, eps: float, params: array) -> None:
         """Apply the Adam update of step ``t`` (counted from 0) to one parameter array in place."""
         check_grad("Adam", params, g)
-        kernel = _KERNELS[float_scalar(params, "Adam")]
+        scalar = _STATE_SCALAR[float_scalar(params, "Adam")]
         n = components(params)
         if n == 0:
             return
-        wp.launch(kernel, dim=n, inputs=[scalar_view(g), scalar_view(m), scalar_view(v),
-                                         lr, beta1, beta2, float(t), eps, scalar_view(params)],
+        wp.launch(adam_step, dim=n, inputs=[scalar_view(g), scalar_view(m), scalar_view(v),
+                                            scalar(lr), scalar(beta1), scalar(beta2),
+                                            scalar(float(t)), scalar(eps), scalar_view(params)],
                   device=params.device)

@@ -1,11 +1,13 @@
 """The SGD optimizer (Warp's ``warp.optim.SGD``), with its update written as difftape kernels.
 
-Momentum, dampening, Nesterov momentum and weight decay follow Warp (and PyTorch). One kernel
-per scalar type updates a flat scalar view of each parameter (``flat.py``); the momentum buffer
+Momentum, dampening, Nesterov momentum and weight decay follow Warp (and PyTorch). One generic kernel
+(compiled per scalar type) updates a flat scalar view of each parameter (``flat.py``); the momentum buffer
 has the parameter's dtype, as in Warp.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import difftape as wp
 from difftape._src import dtypes
@@ -15,10 +17,11 @@ from .flat import check_grad, components, float_scalar, scalar_view, state_like
 
 
 @wp.kernel
-def sgd_step_float32(g: wp.array(dtype=wp.float32), b: wp.array(dtype=wp.float32),
-                     lr: wp.float32, momentum: wp.float32, dampening: wp.float32,
-                     weight_decay: wp.float32, nesterov: int, t: int,
-                     params: wp.array(dtype=wp.float32)):
+def sgd_step(g: wp.array(dtype=Any), b: wp.array(dtype=Any), lr: Any, momentum: Any,
+             dampening: Any, weight_decay: Any, nesterov: int, t: int,
+             params: wp.array(dtype=Any)):
+    # One generic kernel: it compiles once per parameter scalar type (float16 parameters are
+    # read and stored through float32).
     i = wp.tid()
     gt = g[i]
     if weight_decay != 0.0:
@@ -35,51 +38,8 @@ def sgd_step_float32(g: wp.array(dtype=wp.float32), b: wp.array(dtype=wp.float32
     params[i] = params[i] - lr * gt
 
 
-@wp.kernel
-def sgd_step_float64(g: wp.array(dtype=wp.float64), b: wp.array(dtype=wp.float64),
-                     lr: wp.float64, momentum: wp.float64, dampening: wp.float64,
-                     weight_decay: wp.float64, nesterov: int, t: int,
-                     params: wp.array(dtype=wp.float64)):
-    i = wp.tid()
-    gt = g[i]
-    if weight_decay != 0.0:
-        gt += weight_decay * params[i]
-    if momentum != 0.0:
-        bt = gt
-        if t > 0:
-            bt = momentum * b[i] + (1.0 - dampening) * gt
-        if nesterov == 1:
-            gt += momentum * bt
-        else:
-            gt = bt
-        b[i] = bt
-    params[i] = params[i] - lr * gt
-
-
-@wp.kernel
-def sgd_step_float16(g: wp.array(dtype=wp.float16), b: wp.array(dtype=wp.float16),
-                     lr: wp.float32, momentum: wp.float32, dampening: wp.float32,
-                     weight_decay: wp.float32, nesterov: int, t: int,
-                     params: wp.array(dtype=wp.float16)):
-    i = wp.tid()
-    # float16 arrays are storage: kernels read and store their elements as float32.
-    gt = g[i]
-    if weight_decay != 0.0:
-        gt += weight_decay * params[i]
-    if momentum != 0.0:
-        bt = gt
-        if t > 0:
-            bt = momentum * b[i] + (1.0 - dampening) * gt
-        if nesterov == 1:
-            gt += momentum * bt
-        else:
-            gt = bt
-        b[i] = bt
-    params[i] = params[i] - lr * gt
-
-
-_KERNELS = {dtypes.float16: sgd_step_float16, dtypes.float32: sgd_step_float32,
-            dtypes.float64: sgd_step_float64}
+_COMPUTE = {dtypes.float16: dtypes.float32, dtypes.float32: dtypes.float32,
+            dtypes.float64: dtypes.float64}
 
 
 class SGD:
@@ -161,11 +121,12 @@ class SGD:
                     weight_decay: float, nesterov: bool, t: int, params: array) -> None:
         """Apply the SGD update of step ``t`` (counted from 0) to one parameter array in place."""
         check_grad("SGD", params, g)
-        kernel = _KERNELS[float_scalar(params, "SGD")]
+        scalar = _COMPUTE[float_scalar(params, "SGD")]
         n = components(params)
         if n == 0:
             return
-        wp.launch(kernel, dim=n, inputs=[scalar_view(g), scalar_view(b), lr, momentum,
-                                         dampening, weight_decay, int(bool(nesterov)), int(t),
-                                         scalar_view(params)],
+        wp.launch(sgd_step, dim=n, inputs=[scalar_view(g), scalar_view(b), scalar(lr),
+                                           scalar(momentum), scalar(dampening),
+                                           scalar(weight_decay), int(bool(nesterov)), int(t),
+                                           scalar_view(params)],
                   device=params.device)
