@@ -9,29 +9,26 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-
 from .. import composite, dtypes
 from ..codegen import naming
 from ..errors import KernelError, KernelNameError, KernelSyntaxError, KernelTypeError
+from ..ops import registry
 from . import ir
 from .calls import CallLowering, RegionInfo
 from .fence import check_syntax
 from .resolve import GlobalScope
 from .source import ParsedSource
-from ..ops import registry
-from .typecheck import (
-    ExpressionTyper,
-    component_position,
-    compute_type,
-    is_array_spec,
-)
 from .struct_values import (
-    StructArrayRef,
-    StructElem,
-    StructLocal,
     is_struct_type,
     struct_array_param,
     struct_param,
+)
+from .targets import TargetLowering, part_type
+from .typecheck import (
+    ExpressionTyper,
+    compute_type,
+    is_array_spec,
+    slot_positions,
 )
 from .values import CompLocal, CompValue
 
@@ -62,7 +59,7 @@ class KernelContext:
 
 
 
-class Lowerer(CallLowering, ExpressionTyper):
+class Lowerer(CallLowering, TargetLowering, ExpressionTyper):
     """Lowers one function body (the kernel's, or an inlined ``@wp.func``'s) into IR statements."""
 
     def __init__(self, ctx: KernelContext, parsed: ParsedSource, globals_: GlobalScope,
@@ -201,101 +198,6 @@ class Lowerer(CallLowering, ExpressionTyper):
         self.fail(target, f"cannot assign to {type(target).__name__} in kernels",
                   KernelSyntaxError)
 
-    def assign_part(self, target: ast.Subscript | ast.Attribute, value) -> None:
-        """``x[i] = v``, ``v[0] = s``, ``v.x = s``, ``m[i, j] = s``, ``x[i].y = s``, ``s.f = v``."""
-        base = self.evaluate(target.value)
-        if getattr(base, "_difftape_adjoint_access", False):  # wp.adjoint[x] = v
-            return self.assign_binding(target, self.adjoint_target(target.slice), value)
-        if isinstance(target, ast.Subscript) and isinstance(base, ir.ArrayRef):
-            return self.store(target, value)
-        if isinstance(target, ast.Subscript) and isinstance(base, StructArrayRef):
-            indices = tuple(self.index_list(target.slice))
-            return StructElem(base, indices).assign(self, target, value)
-        if isinstance(target, ast.Attribute) and hasattr(base, "assign_field"):
-            return base.assign_field(self, target, value)
-        ref, indices, local = self.component_target(target)
-        if local is not None:
-            for sym, c in zip(local, self.part_components(target, value, len(local))):
-                self.emit(ir.Assign(target=sym, value=c))
-            return None
-        comps = self.part_components(target, value, len(indices))
-        self.ctx.written_arrays.add(ref.param)
-        self.ctx.stored_arrays.add(ref.param)
-        for idx, c in zip(indices, comps):
-            self.emit(ir.Store(array=ref, indices=idx, value=c))
-        return None
-
-    def part_components(self, target: ast.AST, value, count: int) -> list[ir.Expr]:
-        """The scalar components assigned to ``count`` slots (a scalar for one, a vector for a row)."""
-        scalar = self.part_scalar
-        if count == 1:
-            return [self.coerce_scalar(target, value, scalar)]
-        if not isinstance(value, CompValue) or len(value.comps) != count:
-            self.fail(target, f"this assignment needs {count} components", KernelTypeError)
-        return [self.coerce_to(target, c, scalar, "the component") for c in value.comps]
-
-    def component_target(self, target: ast.AST):
-        """Resolve an assignment target inside a composite: (array ref, index tuples, None) for an
-        array element's components, or (None, None, symbols) for a composite local's."""
-        chain = []
-        node = target
-        while isinstance(node, (ast.Subscript, ast.Attribute)):
-            chain.append(node)
-            node = node.value
-        chain.reverse()
-        binding = self.scope.get(node.id) if isinstance(node, ast.Name) else None
-        for k, part in enumerate(chain):  # wp.adjoint[x.v][0] = ...: start from the adjoint
-            if isinstance(part, ast.Subscript) and getattr(
-                    self.evaluate(part.value), "_difftape_adjoint_access", False):
-                binding, chain = self.adjoint_target(part.slice), chain[k + 1:]
-                break
-        while chain and isinstance(binding, StructLocal) and isinstance(chain[0], ast.Attribute):
-            binding = binding.fields.get(chain[0].attr)  # descend through struct fields
-            chain = chain[1:]
-        root = binding if binding is not None else self.evaluate(node)
-        if isinstance(root, ir.ArrayRef) and chain and isinstance(chain[0], ast.Subscript):
-            element = chain[0]
-            ref, full = self.store_target(element)
-            t, parts = ref.dtype, chain[1:]
-        elif isinstance(root, CompLocal):
-            local = root
-            ref, full, t, parts = None, (), local.type, chain
-        else:
-            self.fail(target, f"'{ast.unparse(target)}' cannot be assigned to", KernelTypeError)
-        if not composite.is_composite(t):
-            self.fail(target, f"'{ast.unparse(target)}' is not a component of a vector, matrix, "
-                      "quaternion or transform", KernelTypeError)
-        positions = self.part_positions(target, t, parts)
-        self.part_scalar = compute_type(dtypes.scalar_of(t))
-        if ref is None:
-            return None, None, [local.syms[p] for p in positions]
-        shape_positions = [_storage_position(t, p) for p in positions]
-        return ref, [full + tuple(ir.Const(dtypes.int32, k) for k in sp)
-                     for sp in shape_positions], None
-
-    def part_positions(self, target: ast.AST, t: type, parts: list) -> list[int]:
-        """Flat component positions selected by a chain of ``[k]``/``.x`` on type ``t``."""
-        positions = list(range(t._length))
-        shape = list(t._shape)
-        for part in parts:
-            if isinstance(part, ast.Attribute):
-                pos = component_position(t, part.attr) if len(shape) == 1 else None
-                if pos is None:
-                    self.fail(part, f"{dtypes.type_name(t)} has no component '{part.attr}'",
-                              KernelTypeError)
-                positions = positions[pos] if isinstance(pos, slice) else [positions[pos]]
-                shape = [len(positions)] if isinstance(pos, slice) else []
-                continue
-            for idx in self.index_list(part.slice):
-                if not isinstance(idx, ir.Const) or not shape:
-                    self.fail(part, "components are assigned with constant indices",
-                              KernelTypeError)
-                k = int(idx.value)
-                stride = len(positions) // shape[0]
-                positions = positions[k * stride:(k + 1) * stride]
-                shape = shape[1:]
-        return positions
-
     def as_value(self, node: ast.AST, value):
         if isinstance(value, (ir.Expr, CompValue)) or hasattr(value, "new_like"):
             return value
@@ -398,7 +300,7 @@ class Lowerer(CallLowering, ExpressionTyper):
             if not hasattr(base, "assign_field"):
                 ref, indices, local = self.component_target(target)
                 if ref is not None:
-                    t = _part_type(ref.dtype, len(indices))
+                    t = part_type(ref.dtype, len(indices))
                     return self.emit_atomics(target, key, ref, indices, rhs, t)
         current = self.operand(target)
         if isinstance(current, ir.Load):
@@ -411,7 +313,7 @@ class Lowerer(CallLowering, ExpressionTyper):
         scalar = compute_type(dtypes.scalar_of(ref.dtype))
         if composite.is_composite(t) and len(indices) == 1:
             indices = [indices[0] + tuple(ir.Const(dtypes.int32, k) for k in pos)
-                       for pos in _slot_positions(t)]
+                       for pos in slot_positions(t)]
         if len(indices) == 1:
             comps = [self.coerce_scalar(node, value, scalar)]
         elif not isinstance(value, CompValue) or value.type is not t:
@@ -453,7 +355,7 @@ class Lowerer(CallLowering, ExpressionTyper):
                 got = dtypes.type_name(value.type)
                 self.fail(target, f"the array element has type {dtypes.type_name(ref.dtype)} "
                           f"but the value has type {got}", KernelTypeError)
-            for pos, c in zip(_slot_positions(ref.dtype), value.comps):
+            for pos, c in zip(slot_positions(ref.dtype), value.comps):
                 self.emit(ir.Store(array=ref, indices=indices + tuple(
                     ir.Const(dtypes.int32, k) for k in pos), value=c))
             return
@@ -785,21 +687,3 @@ def _statement_exprs(s: ir.Stmt) -> list:
              if isinstance(getattr(s, name, None), ir.Expr)]
     exprs += list(getattr(s, "indices", ())) + list(getattr(s, "values", ()))
     return exprs
-
-
-def _slot_positions(t: type) -> list[tuple[int, ...]]:
-    """Storage index tuples of a composite's components, row-major."""
-    if len(t._shape) == 1:
-        return [(k,) for k in range(t._shape[0])]
-    return [(r, c) for r in range(t._shape[0]) for c in range(t._shape[1])]
-
-
-def _storage_position(t: type, flat: int) -> tuple[int, ...]:
-    return _slot_positions(t)[flat]
-
-
-def _part_type(t: type, count: int) -> type:
-    """The type of ``count`` components of composite ``t`` assigned together (scalar or row)."""
-    if count == 1:
-        return dtypes.scalar_of(t)
-    return composite.vector_type(count, dtypes.scalar_of(t))

@@ -207,7 +207,7 @@ class ExpressionTyper:
                 scalar = compute_type(dtypes.scalar_of(ref.dtype))
                 return CompValue(ref.dtype, [ir.Load(scalar, ref, full + tuple(
                     ir.Const(dtypes.int32, k) for k in position))
-                    for position in _positions(ref.dtype)])
+                    for position in slot_positions(ref.dtype)])
             return ir.Load(compute_type(ref.dtype), ref, full)
         return ir.ArrayRef(ref.param, ref.dtype, ref.ndim, tuple(self.freeze(e) for e in full))
 
@@ -638,7 +638,7 @@ def component_position(t: type, name: str):
     return None
 
 
-def _positions(t: type) -> list[tuple[int, ...]]:
+def slot_positions(t: type) -> list[tuple[int, ...]]:
     """Storage index tuples of a composite's components, row-major."""
     if len(t._shape) == 1:
         return [(k,) for k in range(t._shape[0])]
