@@ -137,7 +137,9 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
     out.line(f"@njit({', '.join(options)})")
     out.line(f"def {name}({', '.join(args)}):")
     out.level += 1
-    _thread_loops(kernel, variant, out, stacks)
+    privates = [f"{name} = {writer.zero(t)}" for name, _, _, _, t in writer.privates]
+    chunk_level = out.level + 1
+    _thread_loops(kernel, variant, out, stacks + privates)
     for sym in sorted(copies):
         out.line(f"{sym} = {sym}_in")
     if writer.uses_fstack:
@@ -152,6 +154,12 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
     writer.declarations(out, declared)
     for line in inner.lines:
         out.line(line)
+    if writer.privates:  # flush per-chunk accumulators once the chunk's threads are done
+        out.level = chunk_level
+        writer.runtime.add("rt_atomic_add")
+        for name, array, index, guard, _ in writer.privates:
+            flush = f"rt_atomic_add({array}, ({index},), {name})"
+            out.line(f"if {guard}: {flush}" if guard else flush)
     return out.text(), writer.symbols, writer.rules, writer.runtime, writer.constants
 
 

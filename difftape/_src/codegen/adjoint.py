@@ -12,7 +12,7 @@ from __future__ import annotations
 from .. import dtypes
 from ..frontend import ir
 from . import naming
-from .activity import PRIVATE, classify_index
+from .activity import SCATTER, UNIFORM, classify_index
 from .emitter import SourceBuilder
 from .forward import ForwardWriter
 
@@ -44,7 +44,10 @@ class AdjointWriter(ForwardWriter):
         p = ref.param
         idx = self.index_code(indices, temps, ref)
         flag, adj = naming.has_adjoint_flag(p), naming.adjoint_array(p)
-        if self.parallel and classify_index(ref, indices, self.kernel, self.analysis) != PRIVATE:
+        mode = classify_index(ref, indices, self.kernel, self.analysis) if self.parallel else None
+        if mode == UNIFORM:
+            out.line(f"{self.private(adj, idx, flag, dtypes.scalar_of(ref.dtype))} += {g}")
+        elif mode == SCATTER:
             self.runtime.add("rt_atomic_add")
             out.line(f"if {flag}: rt_atomic_add({adj}, ({idx},), {g})")
         else:

@@ -43,7 +43,20 @@ class ExprCoder:
         # Inside blocks (depth > 0) accumulators are updated in place under their own name.
         self.versions: dict[str, str] = {}
         self.depth = 0
+        # Parallel code: thread-invariant accumulation sites (a loss at index 0, a shared
+        # coefficient's adjoint) add into a per-chunk local flushed once per chunk with one
+        # atomic, instead of every thread contending on one address.
+        self.privates: list[tuple[str, str, str, str, type]] = []  # name, array, index, guard, t
         self.counter = 0
+
+    def private(self, array: str, index: str, guard: str, t: type) -> str:
+        for name, a, i, _, _ in self.privates:
+            if a == array and i == index:
+                return name
+        self.counter += 1
+        name = f"priv_{self.counter}"
+        self.privates.append((name, array, index, guard, t))
+        return name
 
     def declare(self, name: str, t: type) -> str:
         self.declared.setdefault(name, t)

@@ -147,6 +147,11 @@ class ForwardWriter(ExprCoder):
         idx = self.index_code(s.indices, ref=s.array)
         mode = classify_index(s.array, s.indices, self.kernel, self.analysis)
         target = f"{s.result} = " if s.result else ""
+        if self.parallel and mode == UNIFORM and s.op in ("add", "sub") and \
+                s.result not in self.analysis.read:
+            sign = "+" if s.op == "add" else "-"
+            out.line(f"{self.private(ref, idx, '', t)} {sign}= {value}")
+            return
         if self.parallel and mode in (SCATTER, UNIFORM):
             helper = f"rt_atomic_{s.op}"
             self.runtime.add(helper)

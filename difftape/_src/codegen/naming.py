@@ -15,7 +15,7 @@ RESERVED = frozenset({
     "fstack", "istack", "ftop", "itop", "chunk", "nchunks", "lo", "hi",
 })
 _GENERATED_PREFIXES = ("var_", "adj_", "wp_", "cond_", "trip_", "start_", "step_", "stop_",
-                       "flag_", "tmp_", "acc_", "has_", "consume_", "ret_", "atomic_", "snap_", "rt_")
+                       "flag_", "tmp_", "acc_", "priv_", "has_", "consume_", "ret_", "atomic_", "snap_", "rt_")
 
 
 def local_name(user_name: str, scope_suffix: str = "") -> str:
