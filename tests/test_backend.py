@@ -134,3 +134,41 @@ def test_debug_mode_reports_out_of_bounds_reads():
     assert isinstance(info.value, wp.ArrayIndexError)
     assert "kernel 'shifted'" in message and "index 4" in message and "array 'x'" in message
     assert "y[i] = x[i + 1]" in message and __file__ in message
+
+
+@wp.kernel
+def neighbour_sum(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    y[i] = x[i] + x[wp.max(i - 1, 0)]
+
+
+def _parallel_programs(kernel):
+    return {key[1] for key in kernel._programs}
+
+
+def test_auto_mode_runs_large_atomic_free_launches_in_parallel():
+    saved = (wp.config.cpu_parallel, wp.config.parallel_threshold)
+    wp.config.cpu_parallel, wp.config.parallel_threshold = "auto", 100
+    try:
+        assert scale_add.scatters() == (False, False)
+        assert neighbour_sum.scatters() == (False, True)  # adjoint scatters into x[i - 1]
+        x = wp.array(np.arange(500.0), dtype=wp.float64, requires_grad=True)
+        y = wp.zeros(500, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(neighbour_sum, 500, inputs=[x, y])
+        tape.backward(grads={y: wp.ones(500, dtype=wp.float64)})
+        expected = np.full(500, 2.0)
+        expected[-1] = 1.0
+        expected[0] = 3.0  # y[0] reads x[0] twice, y[1] once more
+        np.testing.assert_allclose(x.grad.numpy(), expected)
+        program_keys = neighbour_sum._programs
+        assert any(k[1] for k in program_keys), "the forward is atomic-free: parallel"
+        assert any(not k[1] for k in program_keys), "the adjoint scatters: serial"
+        wp.config.deterministic = True  # parallel sums would add in a varying order
+        wp.launch(scale_add, 500, inputs=[wp.zeros(500, dtype=float), wp.zeros(500, dtype=float),
+                                          1.0])
+        assert _parallel_programs(scale_add) == {False}
+    finally:
+        wp.config.cpu_parallel, wp.config.parallel_threshold = saved
+        wp.config.deterministic = False

@@ -43,11 +43,12 @@ log_level: int = LOG_INFO
 # Copying semantics for repeated writes to one vector/matrix component (SPEC §5.2).
 enable_vector_component_overwrites: bool = False
 
-# Bit-identical gradients between runs: accumulate in a fixed order, even when slower.
+# Bit-identical gradients between runs: accumulate in a fixed order (serial CPU launches).
 deterministic: bool = False
 
-# How CPU launchers use threads: "serial", "parallel" (prange) or "auto" (by launch size).
-cpu_parallel: str = "serial"
+# How CPU launchers use threads: "serial", "parallel" (prange), or "auto": parallel for launches
+# of at least parallel_threshold threads whose accumulations need no atomics, serial otherwise.
+cpu_parallel: str = "auto"
 
 # With cpu_parallel="auto", launches with at least this many threads run in parallel.
 parallel_threshold: int = 50_000

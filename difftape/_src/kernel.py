@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
+import threading
 import typing
 
 import numpy as np
-import sys
-import threading
 
-from . import config
+from . import config, dtypes
 from .backends import cpu
 from .frontend import ir
 from .frontend.lower import lower_kernel
@@ -73,6 +73,7 @@ class Kernel:
         self._built: dict[tuple, cpu.CpuProgram] = {}  # by compiled variant
         self._lock = threading.Lock()
         self._concrete: dict | None = None  # a specialisation's annotations for generic params
+        self._scatters: tuple[bool, bool] | None = None
         self._specializations: dict[tuple, Kernel] = {}
         functools.update_wrapper(self, fn)
         self.generic_params = [
@@ -142,6 +143,29 @@ class Kernel:
     @property
     def arity(self) -> int:
         return len(inspect.signature(self.func).parameters)
+
+    def scatters(self) -> tuple[bool, bool]:
+        """Whether the forward / the adjoint accumulate at indices threads can share (scatter
+        sites, which need atomics in parallel code)."""
+        if self._scatters is None:
+            from .codegen.activity import SCATTER, analyze, classify_index
+            from .codegen.structure import structure
+
+            kernel = self.ir
+            body = structure(kernel)
+            analysis = analyze(body, kernel)
+            stmts = list(ir.walk_stmts(body))
+
+            def scattered(ref, indices) -> bool:
+                return classify_index(ref, indices, kernel, analysis) == SCATTER
+
+            forward = any(isinstance(s, ir.Atomic) and scattered(s.array, s.indices)
+                          for s in stmts)
+            adjoint = any(isinstance(e, ir.Load) and dtypes.is_float(dtypes.scalar_of(
+                e.array.dtype)) and scattered(e.array, e.indices)
+                for s in stmts for root in _roots(s) for e in ir.walk_expr(root))
+            self._scatters = (forward, adjoint)
+        return self._scatters
 
     def variant(self, rank: int, parallel: bool = False) -> cpu.Variant:
         debug = self.option("mode") == "debug" or config.mode == "debug"
@@ -233,3 +257,10 @@ def _value_type(value) -> type:
     if found is None:
         raise TypeError(f"cannot infer a kernel type from {type(value).__name__} {value!r}")
     return found
+
+
+def _roots(s) -> list:
+    """The expressions a statement evaluates."""
+    exprs = [getattr(s, n) for n in ("value", "cond", "start", "stop", "step")
+             if isinstance(getattr(s, n, None), ir.Expr)]
+    return exprs + list(getattr(s, "indices", ()))

@@ -254,9 +254,16 @@ def pack_adjoints(kernel: Kernel, args: list, adj_args: list,
     return buffers, has, consume, staged
 
 
-def _use_parallel(total: int) -> bool:
+def _use_parallel(kernel: Kernel, total: int, adjoint: bool) -> bool:
+    """``config.cpu_parallel``: "serial", "parallel", or "auto" — parallel for large launches
+    whose accumulations need no atomics (scattered atomics cost more than a second core gives
+    back on few cores; PERF-NOTES §3)."""
     mode = config.cpu_parallel
-    return mode == "parallel" or (mode == "auto" and total >= config.parallel_threshold)
+    if config.deterministic:  # parallel sums add in a varying order
+        return False
+    if mode == "auto":
+        return total >= config.parallel_threshold and not kernel.scatters()[adjoint]
+    return mode == "parallel"
 
 
 def _call(kernel: Kernel, fn, args: list, direction: str, path: str):
@@ -287,13 +294,13 @@ def _total(dims: tuple[int, ...]) -> int:
     return total
 
 
-def _prepare(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...]):
+def _prepare(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], adjoint: bool = False):
     if plan.tid_rank and plan.tid_rank != len(dims):
         raise LaunchValueError(f"launch({kernel.key}): the kernel unpacks wp.tid() into "
                                f"{plan.tid_rank} indices, but dim {dims} has {len(dims)} "
                                f"dimension(s); launch it with a dim of {plan.tid_rank} sizes")
     total = _total(dims)
-    parallel = _use_parallel(total)
+    parallel = _use_parallel(kernel, total, adjoint)
     lead = [min(dims[0], numba.get_num_threads() * 4)] if parallel else []
     return total, parallel, lead
 
@@ -336,7 +343,7 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
             f"per kernel parameter ({len(args)}), got {len(adj_args)}; use None to fall back to "
             "an array's own .grad")
     plan = plan_of(kernel)
-    total, parallel, lead = _prepare(kernel, plan, dims)
+    total, parallel, lead = _prepare(kernel, plan, dims, adjoint=True)
     packed = pack_arguments(kernel, args, plan)
     for k in plan.inplace:
         at = plan.offsets[k]
