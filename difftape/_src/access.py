@@ -78,7 +78,7 @@ def _writes_after_reads(body: list[ir.Stmt], symbols: list[str]):
             if isinstance(s, ir.Region):
                 yield from walk(s.body, site)
                 continue
-            for e in _exprs_of(s):
+            for e in ir.statement_exprs(s):
                 read.update(x.array.param for x in _walk(e) if isinstance(x, ir.Load))
             target = getattr(s, "array", None)
             if isinstance(s, (ir.Store, ir.Atomic)) and target.param in read \
@@ -101,14 +101,6 @@ def _fields(node: object):
             yield from value
         else:
             yield value
-
-
-def _exprs_of(s: ir.Stmt) -> list[ir.Expr]:
-    """The expressions a statement evaluates itself (not those of nested blocks)."""
-    out = [v for v in _fields(s) if isinstance(v, ir.Expr)]
-    if isinstance(getattr(s, "array", None), ir.ArrayRef):
-        out.extend(s.array.prefix)
-    return out
 
 
 def _blocks_of(s: ir.Stmt) -> list[list[ir.Stmt]]:
@@ -174,8 +166,8 @@ class _Needs:
         elif isinstance(s, ir.If):
             self.need(s.cond)
         elif not isinstance(s, (ir.Print, ir.Region, ir.Break, ir.Continue, ir.Return)):
-            self.need_all(_exprs_of(s))  # unknown statement: everything it evaluates
-        for e in _exprs_of(s):  # every index is needed: gradients accumulate at it
+            self.need_all(ir.statement_exprs(s))  # unknown statement: everything it evaluates
+        for e in ir.statement_exprs(s):  # every index is needed: gradients accumulate at it
             for x in _walk(e):
                 if isinstance(x, ir.Load):
                     self.need_all(x.indices)

@@ -163,7 +163,7 @@ class Kernel:
                           for s in stmts)
             adjoint = any(isinstance(e, ir.Load) and dtypes.is_float(dtypes.scalar_of(
                 e.array.dtype)) and scattered(e.array, e.indices)
-                for s in stmts for root in _roots(s) for e in ir.walk_expr(root))
+                for s in stmts for root in ir.statement_exprs(s) for e in ir.walk_expr(root))
             self._scatters = (forward, adjoint)
         return self._scatters
 
@@ -257,10 +257,3 @@ def _value_type(value) -> type:
     if found is None:
         raise TypeError(f"cannot infer a kernel type from {type(value).__name__} {value!r}")
     return found
-
-
-def _roots(s) -> list:
-    """The expressions a statement evaluates."""
-    exprs = [getattr(s, n) for n in ("value", "cond", "start", "stop", "step")
-             if isinstance(getattr(s, n, None), ir.Expr)]
-    return exprs + list(getattr(s, "indices", ()))

@@ -74,7 +74,7 @@ def analyze(body: list[ir.Stmt], kernel: ir.KernelIR, sources: tuple[str, ...] =
     result.single_assigned = {name for name, n in sites.items() if n == 1}
     result.active.update(sources)  # extra differentiation inputs (wp.grad)
     for s in ir.walk_stmts(body):
-        for e in _exprs_of(s):
+        for e in ir.statement_exprs(s):
             result.read.update(x.name for x in ir.walk_expr(e) if isinstance(x, ir.Var))
     _propagate_activity(body, result)
     return result
@@ -108,12 +108,6 @@ def _propagate_activity(body: list[ir.Stmt], result: Analysis) -> None:
             if any(i in result.active for i in c.inputs) and not set(c.results) <= result.active:
                 result.active.update(c.results)  # expr_active still requires a float type
                 changed = True
-
-
-def _exprs_of(s: ir.Stmt) -> list[ir.Expr]:
-    exprs = [getattr(s, n) for n in ("value", "cond", "start", "stop", "step")
-             if isinstance(getattr(s, n, None), ir.Expr)]
-    return exprs + list(getattr(s, "indices", ())) + list(getattr(s, "values", ()))
 
 
 def _flow(body: list[ir.Stmt]):

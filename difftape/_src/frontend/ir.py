@@ -7,6 +7,7 @@ line number) and ``text`` (the user's source line) for ``# L12:`` comments.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 # ---------------------------------------------------------------- expressions
@@ -262,3 +263,16 @@ def walk_expr(e: Expr):
     elif isinstance(e, Shape):
         for p in e.array.prefix:
             yield from walk_expr(p)
+
+
+def statement_exprs(s: Stmt) -> list[Expr]:
+    """The expressions a statement evaluates itself (not those of nested blocks), array-view
+    prefixes included."""
+    out = []
+    for f in dataclasses.fields(s):
+        value = getattr(s, f.name)
+        values = value if isinstance(value, (list, tuple)) else (value,)
+        out.extend(v for v in values if isinstance(v, Expr))
+    if isinstance(getattr(s, "array", None), ArrayRef):
+        out.extend(s.array.prefix)
+    return out

@@ -677,13 +677,6 @@ def _loaded_arrays(body: list[ir.Stmt]) -> frozenset[str]:
     while translating but never used do not count)."""
     loaded = set()
     for s in ir.walk_stmts(body):
-        for e in _statement_exprs(s):
+        for e in ir.statement_exprs(s):
             loaded.update(x.array.param for x in ir.walk_expr(e) if isinstance(x, ir.Load))
     return frozenset(loaded)
-
-
-def _statement_exprs(s: ir.Stmt) -> list:
-    exprs = [getattr(s, name) for name in ("value", "cond", "start", "stop", "step")
-             if isinstance(getattr(s, name, None), ir.Expr)]
-    exprs += list(getattr(s, "indices", ())) + list(getattr(s, "values", ()))
-    return exprs
