@@ -146,12 +146,25 @@ def _parallel_programs(kernel):
     return {key[1] for key in kernel._programs}
 
 
+def _threadings(kernel):
+    """(parallel, replicate) of every program a kernel has run."""
+    return {key[1:3] for key in kernel._programs}
+
+
+@wp.kernel
+def gather_scaled(x: wp.array(dtype=wp.float64), idx: wp.array(dtype=wp.int32),
+                  y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    y[i] = 2.0 * x[idx[i]]
+
+
 def test_auto_mode_runs_large_atomic_free_launches_in_parallel():
     saved = (wp.config.cpu_parallel, wp.config.parallel_threshold)
     wp.config.cpu_parallel, wp.config.parallel_threshold = "auto", 100
     try:
         assert scale_add.scatters() == (False, False)
         assert neighbour_sum.scatters() == (False, True)  # adjoint scatters into x[i - 1]
+        assert neighbour_sum.scatter_sites() == ({}, {"x": True})
         x = wp.array(np.arange(500.0), dtype=wp.float64, requires_grad=True)
         y = wp.zeros(500, dtype=wp.float64, requires_grad=True)
         tape = wp.Tape()
@@ -162,9 +175,27 @@ def test_auto_mode_runs_large_atomic_free_launches_in_parallel():
         expected[-1] = 1.0
         expected[0] = 3.0  # y[0] reads x[0] twice, y[1] once more
         np.testing.assert_allclose(x.grad.numpy(), expected)
-        program_keys = neighbour_sum._programs
-        assert any(k[1] for k in program_keys), "the forward is atomic-free: parallel"
-        assert any(not k[1] for k in program_keys), "the adjoint scatters: serial"
+        # The forward is atomic-free; the adjoint's scatter array is small: per-chunk replicas.
+        assert _threadings(neighbour_sum) == {(True, False), (True, True)}
+
+        # A large gather target: replicas would cost more than the launch; the adjoint is
+        # serial, unless the gathered array needs no gradient (no scatter site is live).
+        big = wp.array(np.arange(100_000.0), dtype=wp.float64, requires_grad=True)
+        idx = wp.array(np.arange(200) * 7, dtype=wp.int32)
+        out = wp.zeros(200, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(gather_scaled, 200, inputs=[big, idx, out])
+        tape.backward(grads={out: wp.ones(200, dtype=wp.float64)})
+        assert big.grad.numpy()[::7][:200].tolist() == [2.0] * 200
+        assert _threadings(gather_scaled) == {(True, False), (False, False)}
+        gather_scaled._programs.clear()
+        big.requires_grad = False
+        tape = wp.Tape()
+        with tape:
+            wp.launch(gather_scaled, 200, inputs=[big, idx, out])
+        tape.backward(grads={out: wp.ones(200, dtype=wp.float64)})
+        assert _threadings(gather_scaled) == {(True, False)}
         wp.config.deterministic = True  # parallel sums would add in a varying order
         wp.launch(scale_add, 500, inputs=[wp.zeros(500, dtype=float), wp.zeros(500, dtype=float),
                                           1.0])

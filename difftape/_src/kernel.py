@@ -73,7 +73,7 @@ class Kernel:
         self._built: dict[tuple, cpu.CpuProgram] = {}  # by compiled variant
         self._lock = threading.Lock()
         self._concrete: dict | None = None  # a specialisation's annotations for generic params
-        self._scatters: tuple[bool, bool] | None = None
+        self._scatters: tuple[dict, dict] | None = None
         self._specializations: dict[tuple, Kernel] = {}
         functools.update_wrapper(self, fn)
         self.generic_params = [
@@ -144,9 +144,11 @@ class Kernel:
     def arity(self) -> int:
         return len(inspect.signature(self.func).parameters)
 
-    def scatters(self) -> tuple[bool, bool]:
-        """Whether the forward / the adjoint accumulate at indices threads can share (scatter
-        sites, which need atomics in parallel code)."""
+    def scatter_sites(self) -> tuple[dict[str, bool], dict[str, bool]]:
+        """Arrays that the forward / the adjoint accumulate into at indices threads can share
+        (scatter sites: atomics or per-chunk replicas in parallel code). Each generated array
+        parameter maps to whether all of its sites can add into a replica (adds and subtracts
+        whose result is unused)."""
         if self._scatters is None:
             from .codegen.activity import SCATTER, analyze, classify_index
             from .codegen.structure import structure
@@ -154,41 +156,52 @@ class Kernel:
             kernel = self.ir
             body = structure(kernel)
             analysis = analyze(body, kernel)
-            stmts = list(ir.walk_stmts(body))
-
-            def scattered(ref, indices) -> bool:
-                return classify_index(ref, indices, kernel, analysis) == SCATTER
-
-            forward = any(isinstance(s, ir.Atomic) and scattered(s.array, s.indices)
-                          for s in stmts)
-            adjoint = any(isinstance(e, ir.Load) and dtypes.is_float(dtypes.scalar_of(
-                e.array.dtype)) and scattered(e.array, e.indices)
-                for s in stmts for root in ir.statement_exprs(s) for e in ir.walk_expr(root))
+            forward: dict[str, bool] = {}
+            adjoint: dict[str, bool] = {}
+            for s in ir.walk_stmts(body):
+                if isinstance(s, ir.Atomic) and classify_index(
+                        s.array, s.indices, kernel, analysis) == SCATTER:
+                    replicable = s.op in ("add", "sub") and s.result not in analysis.read
+                    forward[s.array.param] = forward.get(s.array.param, True) and replicable
+                for root in ir.statement_exprs(s):
+                    for e in ir.walk_expr(root):
+                        if isinstance(e, ir.Load) and dtypes.is_float(dtypes.scalar_of(
+                                e.array.dtype)) and classify_index(
+                                e.array, e.indices, kernel, analysis) == SCATTER:
+                            adjoint[e.array.param] = True
             self._scatters = (forward, adjoint)
         return self._scatters
 
-    def variant(self, rank: int, parallel: bool = False) -> cpu.Variant:
+    def scatters(self) -> tuple[bool, bool]:
+        """Whether the forward / the adjoint has any scatter site (see ``scatter_sites``)."""
+        forward, adjoint = self.scatter_sites()
+        return bool(forward), bool(adjoint)
+
+    def variant(self, rank: int, parallel: bool = False, replicate: bool = False) -> cpu.Variant:
         debug = self.option("mode") == "debug" or config.mode == "debug"
         return cpu.Variant(rank=rank, parallel=parallel, debug=debug,
                            fast_math=bool(self.option("fast_math")),
-                           backward=self.enable_backward)
+                           backward=self.enable_backward, replicate=parallel and replicate)
 
-    def program(self, rank: int, parallel: bool = False) -> cpu.CpuProgram:
-        """The compiled program for launches of ``rank`` dimensions (built once, then cached)."""
+    def program(self, rank: int, parallel: bool = False,
+                replicate: bool = False) -> cpu.CpuProgram:
+        """The compiled program for launches of ``rank`` dimensions (built once, then cached).
+        ``replicate``: the parallel variant that gives scatter sites per-chunk replicas."""
         module = module_options(self.module)
-        state = (rank, parallel, config.mode, module.get("mode"), module.get("fast_math"),
-                 module.get("enable_backward"))
+        state = (rank, parallel, replicate, config.mode, module.get("mode"),
+                 module.get("fast_math"), module.get("enable_backward"))
         program = self._programs.get(state)
         if program is None:
             with self._lock:
                 program = self._programs.get(state)
                 if program is None:
-                    program = self._build(self.variant(rank, parallel))
+                    program = self._build(self.variant(rank, parallel, replicate))
                     self._programs[state] = program
         return program
 
     def _build(self, variant: cpu.Variant) -> cpu.CpuProgram:
-        key = (variant.rank, variant.parallel, variant.debug, variant.fast_math, variant.backward)
+        key = (variant.rank, variant.parallel, variant.replicate, variant.debug, variant.fast_math,
+               variant.backward)
         program = self._built.get(key)
         if program is None:
             program = cpu.build_program(self.ir, variant, self.origin())
@@ -198,7 +211,7 @@ class Kernel:
         return program
 
     def source(self, device: str = "cpu", adjoint: bool = False, dim: int = 1,
-               parallel: bool = False) -> str:
+               parallel: bool = False, replicate: bool = False) -> str:
         """The generated Python module for this kernel (forward and adjoint functions).
 
         Args:
@@ -206,8 +219,10 @@ class Kernel:
             adjoint: kept for Warp-style calls; the module holds both functions.
             dim: number of launch dimensions to generate for.
             parallel: generate the multi-threaded variant.
+            replicate: the multi-threaded variant with per-chunk replicas for scatter sites.
         """
-        return cpu.generate_module(self.ir, self.variant(dim, parallel), self.origin())
+        return cpu.generate_module(self.ir, self.variant(dim, parallel, replicate),
+                                   self.origin())
 
     def origin(self) -> str:
         """``file:line`` of the kernel's definition, written into its generated module."""

@@ -107,6 +107,10 @@ class LaunchPlan:
                                if dtypes.is_float(dtypes.scalar_of(ir_.params[k].dtype))}
         self.dummies = {k: _empty_like_param(ir_.params[k]) for k in self.arrays}
         self.tid_rank = len(ir_.tid_vars)
+        # Generated-code array symbol → its index among the packed arguments / adjoint buffers.
+        self.positions = {p.symbol: k for k, p in enumerate(ir_.flat_params())}
+        self.adjoint_positions = {leaf.symbol: k for k, (_, _, leaf) in
+                                  enumerate(self.flat_arrays)}
 
 
 def _slot_kind(p) -> str:
@@ -254,16 +258,37 @@ def pack_adjoints(kernel: Kernel, args: list, adj_args: list,
     return buffers, has, consume, staged
 
 
-def _use_parallel(kernel: Kernel, total: int, adjoint: bool) -> bool:
-    """``config.cpu_parallel``: "serial", "parallel", or "auto" — parallel for large launches
-    whose accumulations need no atomics (scattered atomics cost more than a second core gives
-    back on few cores; PERF-NOTES §3)."""
-    mode = config.cpu_parallel
+# "auto" gives scatter sites per-chunk replicas when all replicas together hold at most this
+# many elements per launched thread (zeroing and summing them must stay small next to the work).
+REPLICA_ELEMENTS_PER_THREAD = 8
+
+
+def _threading(kernel: Kernel, total: int, adjoint: bool, receiver) -> tuple[bool, bool]:
+    """(parallel, replicate) for one launch, from ``config.cpu_parallel``: "serial";
+    "parallel" (atomics at scatter sites); "replicate" (per-chunk replicas at scatter sites that
+    add or subtract, atomics at the others); or "auto": large launches run in parallel when their
+    accumulations need no atomics, or when every scatter site can add into a per-chunk replica
+    of a small enough array; otherwise serially (on few cores, scattered atomics cost more than
+    the extra core gives back, PERF-NOTES §3). ``receiver(symbol)`` is the array a scatter site
+    adds into in this launch, or None when it receives nothing (no adjoint buffer)."""
     if config.deterministic:  # parallel sums add in a varying order
-        return False
-    if mode == "auto":
-        return total >= config.parallel_threshold and not kernel.scatters()[adjoint]
-    return mode == "parallel"
+        return False, False
+    mode = config.cpu_parallel
+    if mode != "auto":
+        return mode in ("parallel", "replicate"), mode == "replicate"
+    if total < config.parallel_threshold:
+        return False, False
+    sites = kernel.scatter_sites()[adjoint]
+    live = [(receiver(symbol), replicable) for symbol, replicable in sites.items()]
+    live = [(a, replicable) for a, replicable in live if a is not None]
+    if not live:
+        return True, False
+    if not all(replicable for _, replicable in live):
+        return False, False
+    copies = sum(a.size for a, _ in live) * numba.get_num_threads()
+    if copies <= REPLICA_ELEMENTS_PER_THREAD * total:
+        return True, True
+    return False, False
 
 
 def _call(kernel: Kernel, fn, args: list, direction: str, path: str):
@@ -294,25 +319,34 @@ def _total(dims: tuple[int, ...]) -> int:
     return total
 
 
-def _prepare(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], adjoint: bool = False):
+def _check_rank(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...]) -> None:
     if plan.tid_rank and plan.tid_rank != len(dims):
         raise LaunchValueError(f"launch({kernel.key}): the kernel unpacks wp.tid() into "
                                f"{plan.tid_rank} indices, but dim {dims} has {len(dims)} "
                                f"dimension(s); launch it with a dim of {plan.tid_rank} sizes")
-    total = _total(dims)
-    parallel = _use_parallel(kernel, total, adjoint)
-    lead = [min(dims[0], numba.get_num_threads() * 4)] if parallel else []
-    return total, parallel, lead
+
+
+def _program(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool, receiver):
+    """The program to run and the leading ``nchunks`` argument of parallel variants."""
+    parallel, replicate = _threading(kernel, total, adjoint, receiver)
+    program = kernel.program(len(dims), parallel, replicate)
+    if not parallel:
+        return program, []
+    # Replicas cost memory per chunk: one chunk per thread; otherwise 4 for load balance.
+    chunks = numba.get_num_threads() * (1 if replicate else 4)
+    return program, [min(dims[0], chunks)]
 
 
 def run_forward(kernel: Kernel, dims: tuple[int, ...], args: list) -> None:
     kernel = kernel.specialize(args)
     plan = plan_of(kernel)
-    total, parallel, lead = _prepare(kernel, plan, dims)
+    _check_rank(kernel, plan, dims)
     packed = pack_arguments(kernel, args, plan)
+    total = _total(dims)
     if total == 0:
         return
-    program = kernel.program(len(dims), parallel)
+    program, lead = _program(kernel, dims, total, False,
+                             lambda symbol: packed[plan.positions[symbol]])
     _call(kernel, program.forward, lead + list(dims) + packed, "forward", program.path)
     _write_back(plan, args, packed, kernel)
 
@@ -343,16 +377,22 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
             f"per kernel parameter ({len(args)}), got {len(adj_args)}; use None to fall back to "
             "an array's own .grad")
     plan = plan_of(kernel)
-    total, parallel, lead = _prepare(kernel, plan, dims, adjoint=True)
+    _check_rank(kernel, plan, dims)
     packed = pack_arguments(kernel, args, plan)
     for k in plan.inplace:
         at = plan.offsets[k]
         source = (snapshots or {}).get(k, packed[at])
         packed[at] = source.astype(packed[at].dtype, copy=True)
     buffers, has, consume, staged = pack_adjoints(kernel, args, adj_args, plan)
+    total = _total(dims)
     if total == 0:
         return
-    program = kernel.program(len(dims), parallel)
+
+    def receiver(symbol):
+        at = plan.adjoint_positions[symbol]
+        return buffers[at] if has[at] else None
+
+    program, lead = _program(kernel, dims, total, True, receiver)
     _call(kernel, program.adjoint, lead + list(dims) + packed + buffers + has + consume,
           "adjoint", program.path)
     for grad, data in staged:

@@ -9,6 +9,7 @@ Also: forward values against numpy references, and serial vs parallel CPU launch
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 
 import numpy as np
@@ -178,42 +179,52 @@ def test_bool_guard_kernel_really_is_bounds_checked():
 SCATTER_CASES = [c for c in CORPUS if c.scatter]
 
 
-@pytest.fixture
-def parallel_cpu():
+THREADING = ["parallel", "replicate"]  # atomics, or per-chunk replicas, at scatter sites
+
+
+@contextlib.contextmanager
+def cpu_threading(mode: str):
     saved = wp.config.cpu_parallel
-    wp.config.cpu_parallel = "parallel"
+    wp.config.cpu_parallel = mode
     try:
         yield
     finally:
         wp.config.cpu_parallel = saved
 
 
-def serial_then_parallel(case: Case, request) -> tuple[tuple[dict, dict], tuple[dict, dict]]:
+@pytest.fixture(params=THREADING)
+def parallel_cpu(request):
+    with cpu_threading(request.param):
+        yield
+
+
+def serial_then_parallel(case: Case, mode: str) -> tuple[tuple[dict, dict], tuple[dict, dict]]:
     data = case.make(case.rng())
     _, seeds = draw_seeds(case, data)
-    assert wp.config.cpu_parallel != "parallel"
+    assert wp.config.cpu_parallel not in THREADING
     serial = (evaluate(case, data), tape_gradients(case, data, seeds))
-    request.getfixturevalue("parallel_cpu")
-    assert wp.config.cpu_parallel == "parallel"
-    parallel = (evaluate(case, data), tape_gradients(case, data, seeds))
+    with cpu_threading(mode):
+        parallel = (evaluate(case, data), tape_gradients(case, data, seeds))
     return serial, parallel
 
 
+@pytest.mark.parametrize("mode", THREADING)
 @pytest.mark.parametrize("case", SCATTER_CASES, ids=lambda c: c.name)
-def test_parallel_cpu_matches_serial(case: Case, request):
-    (fwd_s, grad_s), (fwd_p, grad_p) = serial_then_parallel(case, request)
+def test_parallel_cpu_matches_serial(case: Case, mode: str):
+    (fwd_s, grad_s), (fwd_p, grad_p) = serial_then_parallel(case, mode)
     for name in case.outputs:
         np.testing.assert_allclose(fwd_p[name], fwd_s[name], rtol=1e-12, atol=1e-15,
-                                   err_msg=f"kernel '{case.name}': parallel forward, '{name}'")
+                                   err_msg=f"kernel '{case.name}': {mode} forward, '{name}'")
     for name in case.inputs:
         np.testing.assert_allclose(grad_p[name], grad_s[name], rtol=1e-12, atol=1e-15,
-                                   err_msg=f"kernel '{case.name}': parallel gradient, '{name}'")
+                                   err_msg=f"kernel '{case.name}': {mode} gradient, '{name}'")
 
 
 def test_parallel_launch_uses_the_parallel_variant(parallel_cpu):
     case = CASES["atomic_add_sub"]
-    source = case.kernel.source(parallel=True)
+    source = case.kernel.source(parallel=True, replicate=wp.config.cpu_parallel == "replicate")
     assert "prange" in source and "parallel=True" in source
+    assert ("rep_view_y" in source) == (wp.config.cpu_parallel == "replicate")
     # Large enough that several chunks hit the same three elements at once.
     n = 20000
     x = np.random.default_rng(0).uniform(-1, 1, n)

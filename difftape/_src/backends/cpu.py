@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -44,6 +45,9 @@ class Variant:
     debug: bool
     fast_math: bool
     backward: bool
+    # Parallel only: scatter accumulations add into per-chunk replicas of their arrays, summed
+    # after the chunks finish, instead of atomics (launch.py decides when that pays).
+    replicate: bool = False
 
 
 @dataclass
@@ -93,18 +97,49 @@ def _scalar_param_copies(kernel: ir.KernelIR, body: list[ir.Stmt]) -> set[str]:
     return {s.target for s in ir.walk_stmts(body) if isinstance(s, ir.Assign)} & scalars
 
 
-def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint: bool):
-    analysis = analyze(body, kernel)
+def _write_body(kernel: ir.KernelIR, body: list[ir.Stmt], analysis, variant: Variant,
+                adjoint: bool):
     writer_cls = AdjointWriter if adjoint else ForwardWriter
-    writer = writer_cls(kernel, analysis, variant.parallel, variant.debug)
+    writer = writer_cls(kernel, analysis, variant.parallel, variant.debug, variant.replicate)
     inner = SourceBuilder()
     if adjoint:
         inner.line("# replay: recompute the forward values, saving what later code overwrites")
         writer.write(body, inner, replay=True)
         inner.line("# reverse: propagate adjoints from the outputs back to the inputs")
+        mark = len(inner.lines)
         writer.reverse(body, inner)
+        writer.reverse_lines = inner.lines[mark:]
     else:
         writer.write(body, inner, replay=False)
+    return writer, inner
+
+
+_POP = re.compile(r"^[fi]top -= 1; ")
+_ASSIGN = re.compile(r"^(\w+) = (.*)$")
+_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def _reverse_reads(lines: list[str]) -> set[str]:
+    """Names whose values reverse-sweep code reads (the targets of its pops and loop-variable
+    assignments are writes, not reads)."""
+    read = set()
+    for line in lines:
+        code = _POP.sub("", line.strip())
+        if code.startswith("#"):
+            continue
+        assign = _ASSIGN.match(code)
+        read.update(_NAME.findall(assign.group(2) if assign else code))
+    return read
+
+
+def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint: bool):
+    analysis = analyze(body, kernel)
+    writer, inner = _write_body(kernel, body, analysis, variant, adjoint)
+    if adjoint and writer.pushed:
+        # Save only what the reverse sweep reads: a second generation leaves out the rest.
+        analysis.unsaved = writer.pushed - _reverse_reads(writer.reverse_lines)
+        if analysis.unsaved:
+            writer, inner = _write_body(kernel, body, analysis, variant, adjoint)
 
     copies = _scalar_param_copies(kernel, body)
     flat = kernel.flat_params()
@@ -138,8 +173,19 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
     out.line(f"def {name}({', '.join(args)}):")
     out.level += 1
     privates = [f"{name} = {writer.zero(t)}" for name, _, _, _, t in writer.privates]
-    chunk_level = out.level + 1
-    _thread_loops(kernel, variant, out, stacks + privates)
+    function_level, chunk_level = out.level, out.level + 1
+    views = []
+    for array in writer.replicas:
+        rep, view = naming.replica(array), naming.replica_view(array)
+        if _only_through_replica(array, inner, writer):  # chunk 0 adds into the array itself
+            out.line(f"{rep} = np.empty((nchunks - 1,) + {array}.shape, {array}.dtype)")
+            views.append(f"if chunk > 0: {rep}[chunk - 1].fill(0)")
+            views.append(f"{view} = {array} if chunk == 0 else {rep}[chunk - 1]")
+        else:
+            out.line(f"{rep} = np.empty((nchunks,) + {array}.shape, {array}.dtype)")
+            views.append(f"{rep}[chunk].fill(0)")
+            views.append(f"{view} = {rep}[chunk]")
+    _thread_loops(kernel, variant, out, stacks + privates + views)
     for sym in sorted(copies):
         out.line(f"{sym} = {sym}_in")
     if writer.uses_fstack:
@@ -160,7 +206,37 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
         for name, array, index, guard, _ in writer.privates:
             flush = f"rt_atomic_add({array}, ({index},), {name})"
             out.line(f"if {guard}: {flush}" if guard else flush)
+    out.level = function_level
+    for k, (array, (ndim, guard)) in enumerate(writer.replicas.items()):
+        _sum_replicas(out, array, ndim, guard, k)
     return out.text(), writer.symbols, writer.rules, writer.runtime, writer.constants
+
+
+def _only_through_replica(array: str, inner: SourceBuilder, writer) -> bool:
+    """Whether the body touches ``array`` only through its replica view (no loads, stores, direct
+    adds or per-chunk flushes): then chunk 0 may add into the array itself without racing."""
+    if any(a == array for _, a, _, _, _ in writer.privates):
+        return False
+    use = re.compile(rf"(?<![\w.]){re.escape(array)}\b(?!\.shape)")
+    return not any(use.search(line) for line in inner.lines if not line.lstrip().startswith("#"))
+
+
+def _sum_replicas(out: SourceBuilder, array: str, ndim: int, guard: str, k: int) -> None:
+    """``array += sum of its per-chunk replicas``, in parallel over the first axis."""
+    base, rep = out.level, naming.replica(array)
+    out.line(f"if {guard + ' and ' if guard else ''}{rep}.shape[0] > 0:")
+    out.level += 1
+    idx = [f"rep_i{d}_{k}" for d in range(ndim)]
+    for d in range(ndim):
+        loop = "prange" if d == 0 else "range"
+        out.line(f"for {idx[d]} in {loop}({array}.shape[{d}]):")
+        out.level += 1
+    where = ", ".join(idx)
+    out.line(f"rep_sum_{k} = {array}[{where}]")
+    out.line(f"for rep_ch_{k} in range({rep}.shape[0]):")
+    out.line(f"    rep_sum_{k} += {rep}[rep_ch_{k}, {where}]")
+    out.line(f"{array}[{where}] = rep_sum_{k}")
+    out.level = base
 
 
 def generate_module(kernel: ir.KernelIR, variant: Variant, origin: str) -> str:

@@ -22,6 +22,9 @@ PRIVATE, UNIFORM, SCATTER = "private", "uniform", "scatter"
 class Analysis:
     active: set[str] = field(default_factory=set)
     restored: set[str] = field(default_factory=set)
+    # Saved values (restored locals, branch conditions, trip counts) that the reverse sweep never
+    # reads, found by a first generation: they are neither pushed nor popped.
+    unsaved: set[str] = field(default_factory=set)
     in_loop: set[int] = field(default_factory=set)  # id() of statements inside a loop body
     single_assigned: set[str] = field(default_factory=set)
     read: set[str] = field(default_factory=set)  # locals some expression reads

@@ -47,6 +47,8 @@ class AdjointWriter(ForwardWriter):
         mode = classify_index(ref, indices, self.kernel, self.analysis) if self.parallel else None
         if mode == UNIFORM:
             out.line(f"{self.private(adj, idx, flag, dtypes.scalar_of(ref.dtype))} += {g}")
+        elif mode == SCATTER and self.replicate:
+            out.line(f"if {flag}: {self.replica(adj, len(indices), flag)}[{idx}] += {g}")
         elif mode == SCATTER:
             self.runtime.add("rt_atomic_add")
             out.line(f"if {flag}: rt_atomic_add({adj}, ({idx},), {g})")
@@ -136,6 +138,8 @@ class AdjointWriter(ForwardWriter):
         self.depth += 1
         self.reverse(stmts, block)
         self.depth -= 1
+        if all(line.lstrip().startswith("#") for line in block.lines):
+            block.lines.clear()  # nothing to run (e.g. only unsaved values were restored here)
         return block
 
     def reverse_If(self, s: ir.If, out: SourceBuilder) -> None:

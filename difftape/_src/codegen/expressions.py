@@ -47,7 +47,14 @@ class ExprCoder:
         # coefficient's adjoint) add into a per-chunk local flushed once per chunk with one
         # atomic, instead of every thread contending on one address.
         self.privates: list[tuple[str, str, str, str, type]] = []  # name, array, index, guard, t
+        # Parallel code with replicas: scatter sites add into a per-chunk copy of their array
+        # (``rep_view_<array>[...]``), summed into the array after the chunks finish.
+        self.replicas: dict[str, tuple[int, str]] = {}  # array → (ndim, guard)
         self.counter = 0
+
+    def replica(self, array: str, ndim: int, guard: str) -> str:
+        self.replicas.setdefault(array, (ndim, guard))
+        return naming.replica_view(array)
 
     def private(self, array: str, index: str, guard: str, t: type) -> str:
         for name, a, i, _, _ in self.privates:
@@ -131,6 +138,8 @@ class ExprCoder:
                 return args[0]
         if dtypes.is_int(t) and key in _INLINE_INT:
             return cast(f"{args[0]} {_INLINE_INT[key]} {args[1]}", t)
+        if key == "where" and t is not dtypes.bool_:
+            return cast(f"{args[1]} if {args[0]} else {args[2]}", t)
         self.symbols.add(record.symbol)
         text = f"{record.symbol}({', '.join(args)})"
         return text if t is dtypes.bool_ else cast(text, t)
@@ -192,7 +201,8 @@ class ExprCoder:
             args = [self.value_of(a, out, temps) if k in needs else None
                     for k, a in enumerate(call.args)]
             result = self.value_of(call, out, temps) if "ret" in needs else None
-            contributions = INLINE_RULES[record.key](*args, result, g)
+            contributions = INLINE_RULES[record.key](*args, result, g,
+                                                     self.constants.name(0, call.type))
             for k in wanted:
                 arg, c = call.args[k], contributions[k]
                 if c != g and not isinstance(arg, ir.Var):

@@ -20,12 +20,14 @@ class ForwardWriter(ExprCoder):
     """Writes primal and replay bodies; ``AdjointWriter`` extends it with the reverse sweep."""
 
     def __init__(self, kernel: ir.KernelIR, analysis: Analysis, parallel: bool,
-                 debug: bool = False):
+                 debug: bool = False, replicate: bool = False):
         super().__init__(kernel, analysis, debug)
         self.parallel = parallel
+        self.replicate = parallel and replicate  # scatter sites add into per-chunk replicas
         self.replay = False
         self.effects = True  # perform array stores and atomics (the primal forward only)
         self.push_sites = {"f": 0, "i": 0}  # every push emitted (the stacks' slack)
+        self.pushed: set[str] = set()  # names of the values pushed
         self.level_pushes = [{"f": 0, "i": 0}]  # pushes per loop nesting level
         self.stack_float = dtypes.float32  # float64 as soon as a float64 value is pushed
         self.uses_fstack = False
@@ -40,6 +42,10 @@ class ForwardWriter(ExprCoder):
     # straight-line pushes fit in the slack every reservation adds (the number of push sites).
 
     def push(self, name: str, t: type, out: SourceBuilder) -> None:
+        if name in self.analysis.unsaved:
+            return
+        if name.isidentifier():  # not an array element (restored into a temporary)
+            self.pushed.add(name)
         kind = "f" if dtypes.is_float(t) else "i"
         self.push_sites[kind] += 1
         self.level_pushes[-1][kind] += 1
@@ -67,6 +73,8 @@ class ForwardWriter(ExprCoder):
         return body, self.level_pushes.pop()
 
     def pop(self, name: str, t: type, out: SourceBuilder) -> None:
+        if name in self.analysis.unsaved:
+            return
         if dtypes.is_float(t):
             out.line(f"ftop -= 1; {name} = {cast('fstack[ftop]', t)}")
         elif t is dtypes.bool_:
@@ -151,6 +159,11 @@ class ForwardWriter(ExprCoder):
                 s.result not in self.analysis.read:
             sign = "+" if s.op == "add" else "-"
             out.line(f"{self.private(ref, idx, '', t)} {sign}= {value}")
+            return
+        if self.replicate and mode == SCATTER and s.op in ("add", "sub") and \
+                s.result not in self.analysis.read:
+            sign = "+" if s.op == "add" else "-"
+            out.line(f"{self.replica(ref, len(s.indices), '')}[{idx}] {sign}= {value}")
             return
         if self.parallel and mode in (SCATTER, UNIFORM):
             helper = f"rt_atomic_{s.op}"
@@ -286,8 +299,9 @@ class ForwardWriter(ExprCoder):
                 if name in self.analysis.restored:
                     self.push(name, self.type_of(name), out)
         sub = AdjointWriter(self.kernel, analyze(s.body, self.kernel, tuple(s.inputs)),
-                            self.parallel, self.debug)
+                            self.parallel, self.debug, self.replicate)
         sub.counter, sub.constants = self.counter, self.constants
+        sub.privates, sub.replicas = self.privates, self.replicas  # flushed by this function
         forward, reverse = SourceBuilder(out.level), SourceBuilder(out.level)
         sub.write(s.body, forward, replay=True)
         t = self.type_of(s.result)

@@ -1,4 +1,5 @@
-"""Derivative rules of ``+ - * /`` and unary ``-``/``+``, spelled inline in generated adjoints.
+"""Derivative rules of ``+ - * /``, unary ``-``/``+``, ``sqrt`` and ``where``, spelled inline in
+generated adjoints.
 
 These are the registry records' rules (``ops/arithmetic.py``) written as expressions, so that the
 commonest operations cost no function call, no tuple and no Numba typing work in adjoint code
@@ -8,15 +9,22 @@ entry against its registry rule, so the two cannot drift apart.
 
 from __future__ import annotations
 
-# key -> function(argument codes..., result code, adjoint code) -> contribution code per argument
+# key -> function(argument codes..., result code, adjoint code, typed zero code) -> contribution
+# code per argument (None for a non-differentiable argument).
 INLINE_RULES = {
-    "add": lambda a, b, ret, g: (g, g),
-    "sub": lambda a, b, ret, g: (g, f"(-{g})"),
-    "mul": lambda a, b, ret, g: (f"({g} * {b})", f"({g} * {a})"),
-    "div": lambda a, b, ret, g: (f"({g} / {b})", f"(-{g} * {ret} / {b})"),
-    "neg": lambda a, ret, g: (f"(-{g})",),
-    "pos": lambda a, ret, g: (g,),
+    "add": lambda a, b, ret, g, zero: (g, g),
+    "sub": lambda a, b, ret, g, zero: (g, f"(-{g})"),
+    "mul": lambda a, b, ret, g, zero: (f"({g} * {b})", f"({g} * {a})"),
+    "div": lambda a, b, ret, g, zero: (f"({g} / {b})", f"(-{g} * {ret} / {b})"),
+    "neg": lambda a, ret, g, zero: (f"(-{g})",),
+    "pos": lambda a, ret, g, zero: (g,),
+    # g / (2 ret) equals the rule's 0.5 / ret * g (also ±inf, nan at ret = 0) with no float64
+    # literal, which would promote float32 code.
+    "sqrt": lambda x, ret, g, zero: (f"({g} / ({ret} + {ret}))",),
+    "where": lambda c, a, b, ret, g, zero: (None, f"({g} if {c} else {zero})",
+                                            f"({zero} if {c} else {g})"),
 }
 
 # Which values each rule reads (argument positions, or "ret"): only those are computed.
-INLINE_NEEDS = {"add": (), "sub": (), "neg": (), "pos": (), "mul": (0, 1), "div": (1, "ret")}
+INLINE_NEEDS = {"add": (), "sub": (), "neg": (), "pos": (), "mul": (0, 1), "div": (1, "ret"),
+                "sqrt": ("ret",), "where": (0,)}

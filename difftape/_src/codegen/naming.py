@@ -15,7 +15,8 @@ RESERVED = frozenset({
     "fstack", "istack", "ftop", "itop", "chunk", "nchunks", "lo", "hi",
 })
 _GENERATED_PREFIXES = ("var_", "adj_", "wp_", "cond_", "trip_", "start_", "step_", "stop_",
-                       "flag_", "tmp_", "acc_", "priv_", "has_", "consume_", "ret_", "atomic_", "snap_", "rt_")
+                       "flag_", "tmp_", "acc_", "priv_", "has_", "consume_", "ret_", "atomic_",
+                       "snap_", "rt_", "rep_")
 
 
 def local_name(user_name: str, scope_suffix: str = "") -> str:
@@ -53,6 +54,16 @@ def consume_flag(param_symbol: str) -> str:
 
 def adjoint_array(param_symbol: str) -> str:
     return "adj_" + param_symbol
+
+
+def replica(array: str) -> str:
+    """Per-chunk copies of ``array`` that scatter sites add into (replicated parallel code)."""
+    return "rep_" + array
+
+
+def replica_view(array: str) -> str:
+    """The copy of ``array`` that the current chunk's scatter sites add into."""
+    return "rep_view_" + array
 
 
 def forward_function(kernel: str) -> str:
