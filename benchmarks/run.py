@@ -179,7 +179,11 @@ def render(results: dict) -> str:
     add("")
     add("Ratios are other / difftape: above 1 means difftape is faster. Warp runs on one thread "
         "in both groups; threads = difftape's and Taichi's thread count (1: difftape "
-        "`cpu_parallel=\"serial\"`; 2: `\"" + cfg["parallel_mode"] + "\"`).")
+        "`cpu_parallel=\"serial\"`; 2: `\"" + cfg["parallel_mode"] + "\"`). Each library runs "
+        "in the x86 FP state its own initialisation leaves (Taichi: flush-to-zero; warp, "
+        "difftape: IEEE denormals" + (", here overridden: difftape with "
+                                      "`flush_denormals=True`" if cfg.get("flush_denormals")
+                                      else "") + "), restored before each of its runs.")
     add("")
     add("| workload | threads | warp fwd | warp bwd | difftape fwd | difftape bwd | taichi fwd "
         "| taichi bwd | warp/dt fwd | warp/dt bwd | taichi/dt fwd | taichi/dt bwd "
@@ -458,8 +462,11 @@ def main(argv=None) -> int:
     p.add_argument("--workloads", default=",".join(MAIN_WORKLOADS))
     p.add_argument("--impls", default="warp,difftape,taichi")
     p.add_argument("--skip", default="", help="comma list of: main,scaling,cache,memory")
-    p.add_argument("--parallel-mode", default="parallel", choices=["parallel", "auto"],
-                   help="difftape's wp.config.cpu_parallel when threads > 1")
+    p.add_argument("--parallel-mode", default="auto", choices=["auto", "parallel", "replicate"],
+                   help="difftape's wp.config.cpu_parallel when threads > 1 (default: auto, "
+                        "difftape's own default)")
+    p.add_argument("--flush-denormals", action="store_true",
+                   help="run difftape with wp.config.flush_denormals = True (as Taichi does)")
     p.add_argument("--noise-threshold", type=float, default=0.15,
                    help="rerun a sample if other processes used more CPU than this (cores)")
     p.add_argument("--retries", type=int, default=1)
@@ -508,7 +515,7 @@ def main(argv=None) -> int:
                    "threads": threads, "noise_threshold": args.noise_threshold,
                    "retries": args.retries, "cache_scale": 1e-3, "note": args.note,
                    "scaling_sizes": scaling_sizes, "parallel_mode": args.parallel_mode,
-                   "retry_max_s": args.retry_max_s},
+                   "flush_denormals": args.flush_denormals, "retry_max_s": args.retry_max_s},
         "main": {}, "scaling": {}, "cache": {}, "memory": {},
     }
     print("measuring memory bandwidth ...", flush=True)
@@ -522,7 +529,7 @@ def main(argv=None) -> int:
                 "check": check, "retry_max_s": args.retry_max_s,
                 "bandwidth": wl == "stencil",
                 "warmup": 1, "impls": names, "cache_dirs": dirs,
-                "parallel_mode": args.parallel_mode,
+                "parallel_mode": args.parallel_mode, "flush_denormals": args.flush_denormals,
                 "noise_threshold": args.noise_threshold, "retries": args.retries}
         t0 = time.time()
         res = run_worker("timing", spec, env, log)
@@ -573,7 +580,8 @@ def main(argv=None) -> int:
                     cenv, cdirs = _cache_env(tmp)
                     spec = {"workload": wl, "impl": impl, "threads": thr,
                             "scale": results["config"]["cache_scale"],
-                            "cache_dir": cdirs.get(impl), "parallel_mode": args.parallel_mode}
+                            "cache_dir": cdirs.get(impl), "parallel_mode": args.parallel_mode,
+                            "flush_denormals": args.flush_denormals}
                     cold = run_worker("firstrun", spec, cenv, log, timeout=600)
                     warm = run_worker("firstrun", spec, cenv, log, timeout=600) \
                         if cold.get("status") == "ok" else {}

@@ -33,7 +33,7 @@ class WarpStyle:
     """warp-lang or difftape running the shared Warp-style workload module."""
 
     def __init__(self, name: str, threads: int, cache_dir: str | None,
-                 parallel_mode: str = "parallel"):
+                 parallel_mode: str = "parallel", flush_denormals: bool = False):
         self.name = name
         self.threads = threads
         if name == "warp":
@@ -53,6 +53,9 @@ class WarpStyle:
             else:
                 wp.config.cpu_parallel = "serial"
                 self.mode = "cpu_parallel=serial"
+            if flush_denormals:
+                wp.config.flush_denormals = True
+                self.mode += ", flush_denormals"
         self.wp = wp
 
     def load(self, workload: str):
@@ -153,10 +156,38 @@ class NumpyCopy:
 
 
 def make_impl(name: str, threads: int, cache_dir: str | None = None,
-              parallel_mode: str = "parallel"):
+              parallel_mode: str = "parallel", flush_denormals: bool = False):
     if name == "taichi":
         return Taichi(threads, cache_dir)
-    return WarpStyle(name, threads, cache_dir, parallel_mode)
+    return WarpStyle(name, threads, cache_dir, parallel_mode, flush_denormals)
+
+
+class FpState:
+    """Each implementation runs in the x86 FP state (MXCSR) its own initialisation leaves.
+
+    ``ti.init`` sets flush-to-zero on the calling thread for the whole process; without this,
+    warp and difftape would run with it too whenever Taichi shares their process, and workloads
+    that make denormals (the dynamic loop: x**k) would run several times faster than they do for
+    a user of either library."""
+
+    def __init__(self):
+        import platform
+        self.enabled = platform.machine().lower() in ("x86_64", "amd64")
+        if self.enabled:
+            from difftape._src.backends.cpu_runtime import fp_control, set_fp_control
+            self.get, self.set = fp_control, set_fp_control
+            self.default = self.get()
+
+    def adopt(self, impl) -> None:
+        """Remember the state ``impl``'s initialisation left, then restore the default."""
+        if self.enabled:
+            impl.fp_state = self.get()
+            self.set(self.default)
+            impl.mode += f", MXCSR {impl.fp_state:#06x}"
+
+    def enter(self, impl) -> None:
+        if self.enabled:
+            self.set(getattr(impl, "fp_state", self.default))
 
 
 # ----------------------------------------------------------------------------- modes
@@ -181,11 +212,14 @@ def timing(spec: dict) -> dict:
 
     out = {"spec": spec, "impls": {}}
     impls = []
+    fp = FpState()
     for name in spec["impls"]:
         rec = out["impls"][name] = {"fwd": [], "bwd": [], "noise": [], "retried": 0}
         try:
             impl = make_impl(name, threads, spec.get("cache_dirs", {}).get(name),
-                             spec.get("parallel_mode", "parallel"))
+                             spec.get("parallel_mode", "parallel"),
+                             spec.get("flush_denormals", False))
+            fp.adopt(impl)
             rec["mode"] = impl.mode
             impl.load(workload)
             impl.setup(inputs)
@@ -213,6 +247,7 @@ def timing(spec: dict) -> dict:
                 rec = out["impls"][impl.name]
                 for attempt in range(retries + 1):
                     gc.collect()
+                    fp.enter(impl)
                     impl.prepare()
                     meter.start()
                     fwd, bwd = impl.run()
@@ -247,7 +282,7 @@ def firstrun(spec: dict) -> dict:
     inputs = numpy_part.make_inputs(spec["scale"], seed=0)
     t_import0 = time.time()
     impl = make_impl(name, spec["threads"], spec.get("cache_dir"),
-                     spec.get("parallel_mode", "parallel"))
+                     spec.get("parallel_mode", "parallel"), spec.get("flush_denormals", False))
     t_import1 = time.time()
     try:
         impl.load(workload)

@@ -20,7 +20,7 @@ from .frontend import ir
 from .frontend.lower import lower_kernel
 
 _module_options: dict[str, dict] = {}
-_DEFAULT_OPTIONS = ("enable_backward", "max_unroll", "fast_math", "mode")
+_DEFAULT_OPTIONS = ("enable_backward", "max_unroll", "fast_math", "flush_denormals", "mode")
 
 
 def _caller_module(depth: int = 2) -> str:
@@ -53,6 +53,7 @@ def module_options(name: str) -> dict:
             "enable_backward": config.enable_backward,
             "max_unroll": config.max_unroll,
             "fast_math": config.fast_math,
+            "flush_denormals": config.flush_denormals,
             "mode": config.mode,
         }
     return _module_options[name]
@@ -181,6 +182,7 @@ class Kernel:
         debug = self.option("mode") == "debug" or config.mode == "debug"
         return cpu.Variant(rank=rank, parallel=parallel, debug=debug,
                            fast_math=bool(self.option("fast_math")),
+                           flush_denormals=bool(self.option("flush_denormals")),
                            backward=self.enable_backward, replicate=parallel and replicate)
 
     def program(self, rank: int, parallel: bool = False,
@@ -189,7 +191,9 @@ class Kernel:
         ``replicate``: the parallel variant that gives scatter sites per-chunk replicas."""
         module = module_options(self.module)
         state = (rank, parallel, replicate, config.mode, module.get("mode"),
-                 module.get("fast_math"), module.get("enable_backward"))
+                 module.get("fast_math"), module.get("flush_denormals"),
+                 module.get("enable_backward"), self.options.get("flush_denormals"),
+                 self.options.get("fast_math"))
         program = self._programs.get(state)
         if program is None:
             with self._lock:
@@ -201,7 +205,7 @@ class Kernel:
 
     def _build(self, variant: cpu.Variant) -> cpu.CpuProgram:
         key = (variant.rank, variant.parallel, variant.replicate, variant.debug, variant.fast_math,
-               variant.backward)
+               variant.flush_denormals, variant.backward)
         program = self._built.get(key)
         if program is None:
             program = cpu.build_program(self.ir, variant, self.origin())

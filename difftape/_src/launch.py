@@ -14,6 +14,7 @@ import numpy as np
 from . import config, dtypes, overwrite, read_flags
 from . import tape as tape_module
 from .array import array
+from .backends import cpu, cpu_runtime
 from .backends.cpu import staging_dtype
 from .device import get_device
 
@@ -291,17 +292,21 @@ def _threading(kernel: Kernel, total: int, adjoint: bool, receiver) -> tuple[boo
     return False, False
 
 
-def _call(kernel: Kernel, fn, args: list, direction: str, path: str):
+def _call(kernel: Kernel, fn, args: list, direction: str, program: cpu.CpuProgram):
     try:
         return fn(*args)
-    except IndexError as err:
-        if len(err.args) == 4 and isinstance(err.args[0], str) and err.args[0].count("|") == 4:
+    except BaseException as err:
+        if program.variant.flush_denormals:  # raised before the kernel restored the FP state
+            cpu_runtime.set_fp_control(cpu_runtime.fp_control() & ~cpu_runtime.FLUSH_DENORMALS)
+        if isinstance(err, IndexError) and len(err.args) == 4 and isinstance(
+                err.args[0], str) and err.args[0].count("|") == 4:
             raise _index_error(err.args, direction) from None
+        if isinstance(err, numba.core.errors.NumbaError):
+            raise InternalError(
+                f"difftape generated code that Numba could not compile for kernel "
+                f"'{kernel.key}' ({direction}); this is a difftape bug. Generated file: "
+                f"{program.path}\n{err}") from err
         raise
-    except numba.core.errors.NumbaError as err:
-        raise InternalError(
-            f"difftape generated code that Numba could not compile for kernel '{kernel.key}' "
-            f"({direction}); this is a difftape bug. Generated file: {path}\n{err}") from err
 
 
 def _index_error(args: tuple, direction: str) -> ArrayIndexError:
@@ -347,7 +352,7 @@ def run_forward(kernel: Kernel, dims: tuple[int, ...], args: list) -> None:
         return
     program, lead = _program(kernel, dims, total, False,
                              lambda symbol: packed[plan.positions[symbol]])
-    _call(kernel, program.forward, lead + list(dims) + packed, "forward", program.path)
+    _call(kernel, program.forward, lead + list(dims) + packed, "forward", program)
     _write_back(plan, args, packed, kernel)
 
 
@@ -394,7 +399,7 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
 
     program, lead = _program(kernel, dims, total, True, receiver)
     _call(kernel, program.adjoint, lead + list(dims) + packed + buffers + has + consume,
-          "adjoint", program.path)
+          "adjoint", program)
     for grad, data in staged:
         grad._data[...] = data
 

@@ -10,6 +10,7 @@ import numpy as np
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
+from llvmlite import ir
 
 
 @njit(cache=True)
@@ -56,3 +57,55 @@ rt_atomic_add = _atomic("fadd", "add")
 rt_atomic_sub = _atomic("fsub", "sub")
 rt_atomic_min = _atomic("fmin", "min")
 rt_atomic_max = _atomic("fmax", "max")
+
+
+# ----------------------------------------------------------------------------- x86 FP control
+
+# MXCSR bits: FTZ (results that would be denormal become 0) and DAZ (denormal inputs read as 0).
+FLUSH_DENORMALS = 0x8040
+
+
+def _mxcsr_call(builder, name: str, slot) -> None:
+    fnty = ir.FunctionType(ir.VoidType(), [ir.IntType(8).as_pointer()])
+    fn = cgutils.get_or_insert_function(builder.module, fnty, name)
+    builder.call(fn, [builder.bitcast(slot, ir.IntType(8).as_pointer())])
+
+
+@intrinsic
+def rt_fp_control(typingctx):
+    """The calling thread's x86 MXCSR register (rounding, exception masks, FTZ/DAZ)."""
+    def codegen(context, builder, signature, args):
+        slot = cgutils.alloca_once(builder, ir.IntType(32))
+        _mxcsr_call(builder, "llvm.x86.sse.stmxcsr", slot)
+        return builder.load(slot)
+
+    return types.uint32(), codegen
+
+
+@intrinsic
+def rt_set_fp_control(typingctx, value):
+    """Load ``value`` into the calling thread's MXCSR register."""
+    if not isinstance(value, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        slot = cgutils.alloca_once(builder, ir.IntType(32))
+        builder.store(builder.trunc(args[0], ir.IntType(32)) if value.bitwidth > 32
+                      else builder.zext(args[0], ir.IntType(32)) if value.bitwidth < 32
+                      else args[0], slot)
+        _mxcsr_call(builder, "llvm.x86.sse.ldmxcsr", slot)
+        return context.get_dummy_value()
+
+    return types.void(value), codegen
+
+
+@njit(cache=True)
+def fp_control() -> int:
+    """The calling thread's MXCSR (x86 only), e.g. to see whether a library set FTZ."""
+    return rt_fp_control()
+
+
+@njit(cache=True)
+def set_fp_control(value) -> None:
+    """Set the calling thread's MXCSR (x86 only)."""
+    rt_set_fp_control(np.uint32(value))
