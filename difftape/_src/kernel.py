@@ -20,6 +20,7 @@ from .frontend import ir
 from .frontend.lower import lower_kernel
 
 _module_options: dict[str, dict] = {}
+_options_epoch = [0]  # bumped by set_module_options: cached programs re-check their options
 _DEFAULT_OPTIONS = ("enable_backward", "max_unroll", "fast_math", "flush_denormals", "mode")
 
 
@@ -38,6 +39,7 @@ def set_module_options(options: dict, module: object = None) -> None:
     name = module if isinstance(module, str) else getattr(module, "__name__", None)
     name = name or _caller_module()
     module_options(name).update(options)
+    _options_epoch[0] += 1
 
 
 def get_module_options(module: object = None) -> dict:
@@ -71,6 +73,7 @@ class Kernel:
         module_options(self.module)
         self._ir: ir.KernelIR | None = None
         self._programs: dict[tuple, cpu.CpuProgram] = {}  # by launch state (options included)
+        self._recent: dict[tuple, cpu.CpuProgram] = {}  # by (launch state, options epoch)
         self._built: dict[tuple, cpu.CpuProgram] = {}  # by compiled variant
         self._lock = threading.Lock()
         self._concrete: dict | None = None  # a specialisation's annotations for generic params
@@ -118,7 +121,8 @@ class Kernel:
     def enable_backward(self) -> bool:
         value = self.options.get("enable_backward")
         if value is None:
-            value = module_options(self.module).get("enable_backward", True)
+            options = _module_options.get(self.module) or module_options(self.module)
+            value = options.get("enable_backward", True)
         return bool(value)
 
     def option(self, name: str):
@@ -189,11 +193,14 @@ class Kernel:
                 replicate: bool = False) -> cpu.CpuProgram:
         """The compiled program for launches of ``rank`` dimensions (built once, then cached).
         ``replicate``: the parallel variant that gives scatter sites per-chunk replicas."""
+        fast = (rank, parallel, replicate, config.mode, _options_epoch[0])
+        program = self._recent.get(fast)
+        if program is not None:
+            return program
         module = module_options(self.module)
         state = (rank, parallel, replicate, config.mode, module.get("mode"),
                  module.get("fast_math"), module.get("flush_denormals"),
-                 module.get("enable_backward"), self.options.get("flush_denormals"),
-                 self.options.get("fast_math"))
+                 module.get("enable_backward"))
         program = self._programs.get(state)
         if program is None:
             with self._lock:
@@ -201,6 +208,7 @@ class Kernel:
                 if program is None:
                     program = self._build(self.variant(rank, parallel, replicate))
                     self._programs[state] = program
+        self._recent[fast] = program
         return program
 
     def _build(self, variant: cpu.Variant) -> cpu.CpuProgram:

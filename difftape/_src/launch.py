@@ -32,6 +32,8 @@ from .structs import field_view, resolve_path
 
 def normalize_dim(kernel_key: str, dim) -> tuple[int, ...]:
     """``3`` → ``(3,)``; tuples/lists of 1–4 non-negative ints pass through as a tuple."""
+    if dim.__class__ is int and dim >= 0:
+        return (dim,)
     if isinstance(dim, (int, np.integer)):
         dims = (int(dim),)
     elif isinstance(dim, (tuple, list)) and all(isinstance(d, (int, np.integer)) for d in dim):
@@ -107,6 +109,10 @@ class LaunchPlan:
         self.differentiable = {k for k in self.arrays
                                if dtypes.is_float(dtypes.scalar_of(ir_.params[k].dtype))}
         self.dummies = {k: _empty_like_param(ir_.params[k]) for k in self.arrays}
+        # Array parameters (not struct fields) of a float dtype other than float16: adjoint
+        # buffers take pack_adjoints' fast path.
+        self.plain_float = {k for k in self.differentiable
+                            if ir_.params[k].flat is None and k not in self.float16}
         self.tid_rank = len(ir_.tid_vars)
         # Generated-code array symbol → its index among the packed arguments / adjoint buffers.
         self.positions = {p.symbol: k for k, p in enumerate(ir_.flat_params())}
@@ -169,7 +175,7 @@ def plan_of(kernel: Kernel) -> LaunchPlan:
 
 
 _SCALAR_OK = {"float": (float, int), "int": (int,), "uint": (int,), "bool": (bool,),
-              "composite": (), "struct": ()}
+              "composite": (), "struct": (), "struct_array": ()}
 
 
 def _composite_arg(kernel: Kernel, param, position: int, value, np_type) -> list:
@@ -190,25 +196,31 @@ def pack_arguments(kernel: Kernel, args: list, plan: LaunchPlan | None = None) -
     """Numba-ready arguments: numpy storage for arrays (float16 staged as float32), typed scalars."""
     plan = plan or plan_of(kernel)
     packed = []
+    append = packed.append
     for k, value in enumerate(args):
         is_array, dtype, ndim, np_type, kind = plan.slots[k]
+        cls = value.__class__
         if is_array:
-            if not (value.__class__ is array and value.dtype is dtype and value.ndim == ndim
-                    and value.device.is_cpu and not value.is_annotation):
-                _array_arg(kernel, plan.params[k], k, value)  # raises the precise error
-            packed.append(value._data)
+            if cls is array and value.dtype is dtype and value.ndim == ndim and \
+                    value.device is _CPU and value._data is not None:
+                append(value._data)
+            else:
+                append(_array_arg(kernel, plan.params[k], k, value))  # or raises the error
+        elif cls is np_type:
+            append(value)
+        elif cls in _SCALAR_OK[kind]:
+            append(np_type(value))
         elif kind == "composite":
             packed.extend(_composite_arg(kernel, plan.params[k], k, value, np_type))
         elif kind == "struct":
             packed.extend(_struct_arg(kernel, plan.params[k], k, value))
         elif kind == "struct_array":
             packed.extend(_struct_array_arg(kernel, plan.params[k], k, value))
-        elif value.__class__ in _SCALAR_OK[kind] or isinstance(value, np.generic):
-            packed.append(np_type(value) if value.__class__ is not np_type else value)
-            if isinstance(value, np.generic):
-                _scalar_arg(kernel, plan.params[k], k, value)
+        elif isinstance(value, np.generic):
+            _scalar_arg(kernel, plan.params[k], k, value)  # raises for a wrong kind
+            append(np_type(value))
         else:
-            packed.append(_scalar_arg(kernel, plan.params[k], k, value))
+            append(_scalar_arg(kernel, plan.params[k], k, value))
     for k in plan.float16:
         packed[plan.offsets[k]] = packed[plan.offsets[k]].astype(np.float32)
     return packed
@@ -230,33 +242,49 @@ def pack_adjoints(kernel: Kernel, args: list, adj_args: list,
     """
     plan = plan or plan_of(kernel)
     buffers, has, consume, staged = [], [], [], []
+    plain = plan.plain_float
     for k, path, leaf in plan.flat_arrays:
         value, adj = args[k], adj_args[k]
-        if adj is not None and adj.__class__ is not array and path is None:
-            _array_arg(kernel, plan.params[k], k, adj, what="adjoint argument")
-        if path is not None and plan.slots[k][4] == "struct":  # an array field of a struct
-            value = resolve_path(value, path)
-            adj = resolve_path(adj, path) if adj is not None else None
-            path = None
-        grad = adj if adj is not None else (value._grad if value is not None else None)
-        if grad is None or not dtypes.is_float(dtypes.scalar_of(leaf.dtype)) or grad.size == 0:
-            buffers.append(plan.dummies.get(k) if leaf is plan.params[k] else
-                           _empty_like_param(leaf))
-            has.append(False)
-            consume.append(False)
-            continue
-        if adj is not None and leaf is plan.params[k] and (
-                adj.dtype is not value.dtype or adj.ndim != value.ndim):
-            _array_arg(kernel, plan.params[k], k, adj, what="adjoint argument")
-        data = grad._data if path is None else field_view(grad._data, path)
-        if k in plan.float16:
-            staged.append((grad, data.astype(np.float32)))
-            data = staged[-1][1]
-        buffers.append(data)
-        has.append(True)
-        consume.append(grad is value._grad and not value._retain_grad)
-        grad._mark_written()
+        if k in plain:  # the common case: a float array parameter and its .grad (or adj)
+            grad = value._grad if adj is None else adj
+            if grad is not None and (adj is None or adj.__class__ is array and adj.dtype is
+                                     value.dtype and adj.ndim == value.ndim):
+                data = grad._data
+                if data.size:
+                    buffers.append(data)
+                    has.append(True)
+                    consume.append(grad is value._grad and not value._retain_grad)
+                    grad._mark_written()
+                    continue
+        buffer, flag, consumed = _adjoint_slot(kernel, plan, k, path, leaf, value, adj, staged)
+        buffers.append(buffer)
+        has.append(flag)
+        consume.append(consumed)
     return buffers, has, consume, staged
+
+
+def _adjoint_slot(kernel: Kernel, plan: LaunchPlan, k: int, path, leaf, value, adj,
+                  staged: list) -> tuple[np.ndarray, bool, bool]:
+    """(buffer, has adjoint, consume) of one generated array parameter: every case, checked."""
+    if adj is not None and adj.__class__ is not array and path is None:
+        _array_arg(kernel, plan.params[k], k, adj, what="adjoint argument")
+    if path is not None and plan.slots[k][4] == "struct":  # an array field of a struct
+        value = resolve_path(value, path)
+        adj = resolve_path(adj, path) if adj is not None else None
+        path = None
+    grad = adj if adj is not None else (value._grad if value is not None else None)
+    if grad is None or not dtypes.is_float(dtypes.scalar_of(leaf.dtype)) or grad.size == 0:
+        dummy = plan.dummies.get(k) if leaf is plan.params[k] else _empty_like_param(leaf)
+        return dummy, False, False
+    if adj is not None and leaf is plan.params[k] and (
+            adj.dtype is not value.dtype or adj.ndim != value.ndim):
+        _array_arg(kernel, plan.params[k], k, adj, what="adjoint argument")
+    data = grad._data if path is None else field_view(grad._data, path)
+    if k in plan.float16:
+        staged.append((grad, data.astype(np.float32)))
+        data = staged[-1][1]
+    grad._mark_written()
+    return data, True, grad is value._grad and not value._retain_grad
 
 
 # "auto" gives scatter sites per-chunk replicas when all replicas together hold at most this
@@ -417,8 +445,8 @@ class Launch:
 
 def caller_metadata(depth: int = 2) -> dict:
     frame = sys._getframe(depth)
-    return {"caller": {"file": frame.f_code.co_filename, "lineno": frame.f_lineno,
-                       "func": frame.f_code.co_name}}
+    code = frame.f_code
+    return {"caller": {"file": code.co_filename, "lineno": frame.f_lineno, "func": code.co_name}}
 
 
 def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), device=None,

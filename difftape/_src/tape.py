@@ -99,10 +99,11 @@ class Tape:
 
     def get_adjoint(self, a):
         """The adjoint passed for kernel argument ``a``: its ``.grad`` for arrays, else None."""
-        if isinstance(a, array):
-            if a._grad is not None and a._grad:
-                self.gradients[a] = a.grad
-                return a.grad
+        if a.__class__ is array or isinstance(a, array):
+            grad = a._grad
+            if grad is not None and grad:
+                self.gradients[a] = grad
+                return grad
             return None
         struct_adjoint = getattr(a, "_difftape_adjoint", None)  # seam for @wp.struct
         if struct_adjoint is not None:
