@@ -204,3 +204,37 @@ def test_auto_mode_runs_large_atomic_free_launches_in_parallel():
     finally:
         wp.config.cpu_parallel, wp.config.parallel_threshold = saved
         wp.config.deterministic = False
+
+
+@wp.kernel
+def product_plus(a: wp.array(dtype=float), b: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = a[i] * b[i] + 2.0 * a[i]
+
+
+@pytest.mark.parametrize("mode", ["serial", "parallel", "replicate", "auto"])
+def test_one_array_passed_twice_gets_every_gradient(mode):
+    """Compiled code assumes array arguments don't overlap (LLVM vectorizes with it; parallel
+    variants always do): a launch with the same array twice must not lose adds into its .grad."""
+    saved = (wp.config.cpu_parallel, wp.config.parallel_threshold)
+    wp.config.cpu_parallel, wp.config.parallel_threshold = mode, 1000
+    try:
+        n = 20_000
+        x = wp.array(np.linspace(0.5, 1.5, n), dtype=float, requires_grad=True)
+        y = wp.zeros(n, dtype=float, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(product_plus, n, inputs=[x, x], outputs=[y])
+        tape.backward(grads={y: wp.ones(n, dtype=float)})
+        np.testing.assert_allclose(y.numpy(), x.numpy() ** 2 + 2 * x.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(x.grad.numpy(), 2 * x.numpy() + 2, rtol=1e-6)
+        # A view of the same memory overlaps too.
+        view = x[:]
+        x.grad.zero_()
+        tape = wp.Tape()
+        with tape:
+            wp.launch(product_plus, n, inputs=[x, view], outputs=[y])
+        tape.backward(grads={y: wp.ones(n, dtype=float)})
+        np.testing.assert_allclose(x.grad.numpy(), 2 * x.numpy() + 2, rtol=1e-6)
+    finally:
+        wp.config.cpu_parallel, wp.config.parallel_threshold = saved

@@ -155,26 +155,11 @@ class Kernel:
         parameter maps to whether all of its sites can add into a replica (adds and subtracts
         whose result is unused)."""
         if self._scatters is None:
-            from .codegen.activity import SCATTER, analyze, classify_index
+            from .codegen.activity import analyze, scatter_sites
             from .codegen.structure import structure
 
-            kernel = self.ir
-            body = structure(kernel)
-            analysis = analyze(body, kernel)
-            forward: dict[str, bool] = {}
-            adjoint: dict[str, bool] = {}
-            for s in ir.walk_stmts(body):
-                if isinstance(s, ir.Atomic) and classify_index(
-                        s.array, s.indices, kernel, analysis) == SCATTER:
-                    replicable = s.op in ("add", "sub") and s.result not in analysis.read
-                    forward[s.array.param] = forward.get(s.array.param, True) and replicable
-                for root in ir.statement_exprs(s):
-                    for e in ir.walk_expr(root):
-                        if isinstance(e, ir.Load) and dtypes.is_float(dtypes.scalar_of(
-                                e.array.dtype)) and classify_index(
-                                e.array, e.indices, kernel, analysis) == SCATTER:
-                            adjoint[e.array.param] = True
-            self._scatters = (forward, adjoint)
+            body = structure(self.ir)
+            self._scatters = scatter_sites(body, self.ir, analyze(body, self.ir))
         return self._scatters
 
     def scatters(self) -> tuple[bool, bool]:
@@ -182,23 +167,28 @@ class Kernel:
         forward, adjoint = self.scatter_sites()
         return bool(forward), bool(adjoint)
 
-    def variant(self, rank: int, parallel: bool = False, replicate: bool = False) -> cpu.Variant:
+    def variant(self, rank: int, parallel: bool = False, replicate: bool = False,
+                noalias: bool = True) -> cpu.Variant:
         debug = self.option("mode") == "debug" or config.mode == "debug"
         return cpu.Variant(rank=rank, parallel=parallel, debug=debug,
                            fast_math=bool(self.option("fast_math")),
                            flush_denormals=bool(self.option("flush_denormals")),
-                           backward=self.enable_backward, replicate=parallel and replicate)
+                           backward=self.enable_backward, replicate=parallel and replicate,
+                           noalias=noalias and not parallel)
 
-    def program(self, rank: int, parallel: bool = False,
-                replicate: bool = False) -> cpu.CpuProgram:
+    def program(self, rank: int, parallel: bool = False, replicate: bool = False,
+                noalias: bool = True) -> cpu.CpuProgram:
         """The compiled program for launches of ``rank`` dimensions (built once, then cached).
-        ``replicate``: the parallel variant that gives scatter sites per-chunk replicas."""
-        fast = (rank, parallel, replicate, config.mode, _options_epoch[0])
+        ``replicate``: the parallel variant that gives scatter sites per-chunk replicas.
+        ``noalias``: assume no two array arguments overlap (False: the serial variant for
+        launches whose arrays do)."""
+        noalias = noalias and not parallel
+        fast = (rank, parallel, replicate, noalias, config.mode, _options_epoch[0])
         program = self._recent.get(fast)
         if program is not None:
             return program
         module = module_options(self.module)
-        state = (rank, parallel, replicate, config.mode, module.get("mode"),
+        state = (rank, parallel, replicate, noalias, config.mode, module.get("mode"),
                  module.get("fast_math"), module.get("flush_denormals"),
                  module.get("enable_backward"))
         program = self._programs.get(state)
@@ -206,14 +196,14 @@ class Kernel:
             with self._lock:
                 program = self._programs.get(state)
                 if program is None:
-                    program = self._build(self.variant(rank, parallel, replicate))
+                    program = self._build(self.variant(rank, parallel, replicate, noalias))
                     self._programs[state] = program
         self._recent[fast] = program
         return program
 
     def _build(self, variant: cpu.Variant) -> cpu.CpuProgram:
         key = (variant.rank, variant.parallel, variant.replicate, variant.debug, variant.fast_math,
-               variant.flush_denormals, variant.backward)
+               variant.flush_denormals, variant.noalias, variant.backward)
         program = self._built.get(key)
         if program is None:
             program = cpu.build_program(self.ir, variant, self.origin())

@@ -116,6 +116,7 @@ class LaunchPlan:
         self.tid_rank = len(ir_.tid_vars)
         # Generated-code array symbol → its index among the packed arguments / adjoint buffers.
         self.positions = {p.symbol: k for k, p in enumerate(ir_.flat_params())}
+        self.array_positions = [k for k, p in enumerate(ir_.flat_params()) if p.is_array]
         self.adjoint_positions = {leaf.symbol: k for k, (_, _, leaf) in
                                   enumerate(self.flat_arrays)}
 
@@ -359,15 +360,37 @@ def _check_rank(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...]) -> None
                                f"dimension(s); launch it with a dim of {plan.tid_rank} sizes")
 
 
-def _program(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool, receiver):
-    """The program to run and the leading ``nchunks`` argument of parallel variants."""
+def _program(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool, receiver,
+             arrays: list):
+    """The program to run and the leading ``nchunks`` argument of parallel variants.
+
+    Compiled code assumes its array arguments never overlap (so LLVM can vectorize); a launch
+    passing overlapping arrays (``inputs=[x, x]``) runs the serial variant without that
+    assumption, whatever ``cpu_parallel`` asks: with it, adds into one adjoint through two
+    parameters would be lost."""
+    if _overlapping(arrays):
+        return kernel.program(len(dims), False, False, noalias=False), []
     parallel, replicate = _threading(kernel, total, adjoint, receiver)
-    program = kernel.program(len(dims), parallel, replicate)
+    program = kernel.program(len(dims), parallel, replicate, noalias=True)
     if not parallel:
         return program, []
     # Replicas cost memory per chunk: one chunk per thread; otherwise 4 for load balance.
     chunks = numba.get_num_threads() * (1 if replicate else 4)
     return program, [min(dims[0], chunks)]
+
+
+def _overlapping(arrays: list) -> bool:
+    """Whether two of these numpy arrays may share memory: views of one base array, or two
+    wrappers of one external buffer (same data pointer)."""
+    seen = set()
+    for a in arrays:
+        while a.base is not None and a.base.__class__ is np.ndarray:
+            a = a.base
+        key = id(a) if a.base is None else a.__array_interface__["data"][0]
+        if key in seen:
+            return True
+        seen.add(key)
+    return False
 
 
 def run_forward(kernel: Kernel, dims: tuple[int, ...], args: list) -> None:
@@ -379,7 +402,8 @@ def run_forward(kernel: Kernel, dims: tuple[int, ...], args: list) -> None:
     if total == 0:
         return
     program, lead = _program(kernel, dims, total, False,
-                             lambda symbol: packed[plan.positions[symbol]])
+                             lambda symbol: packed[plan.positions[symbol]],
+                             [packed[k] for k in plan.array_positions])
     _call(kernel, program.forward, lead + list(dims) + packed, "forward", program)
     _write_back(plan, args, packed, kernel)
 
@@ -425,7 +449,9 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
         at = plan.adjoint_positions[symbol]
         return buffers[at] if has[at] else None
 
-    program, lead = _program(kernel, dims, total, True, receiver)
+    arrays = [packed[k] for k in plan.array_positions]
+    arrays += [b for b, flag in zip(buffers, has) if flag]
+    program, lead = _program(kernel, dims, total, True, receiver, arrays)
     _call(kernel, program.adjoint, lead + list(dims) + packed + buffers + has + consume,
           "adjoint", program)
     for grad, data in staged:

@@ -20,7 +20,7 @@ import numba
 from ..version import __version__ as _difftape_version
 from .. import config, dtypes
 from ..codegen import naming
-from ..codegen.activity import analyze
+from ..codegen.activity import analyze, scatter_sites
 from ..codegen.adjoint import AdjointWriter
 from ..codegen.emitter import SourceBuilder
 from ..codegen.forward import ForwardWriter
@@ -50,6 +50,9 @@ class Variant:
     # after the chunks finish, instead of atomics (launch.py decides when that pays).
     replicate: bool = False
     flush_denormals: bool = False  # x86 FTZ/DAZ while the kernel runs (config.flush_denormals)
+    # Array arguments never overlap (the launcher checks): LLVM may then vectorize loops that
+    # read one array and write another. Parallel variants always assume it (Numba's parfors do).
+    noalias: bool = False
 
 
 @dataclass
@@ -59,6 +62,26 @@ class CpuProgram:
     source: str
     path: str
     variant: Variant
+
+
+def _register_noalias_option() -> str | None:
+    """Expose Numba's ``noalias`` compile flag (what its parfors set on parallel gufuncs) as an
+    ``@njit`` option; None when this Numba version has no such flag (code is then just slower)."""
+    try:
+        from numba.core.compiler import Flags
+        from numba.core.cpu import CPUTargetOptions
+        from numba.core.options import TargetOptions
+
+        if not hasattr(Flags, "noalias"):
+            return None
+        if not hasattr(CPUTargetOptions, "_difftape_noalias"):
+            CPUTargetOptions._difftape_noalias = TargetOptions.Mapping("noalias")
+        return "_difftape_noalias"
+    except (ImportError, AttributeError):
+        return None
+
+
+NOALIAS_OPTION = _register_noalias_option()
 
 
 def _thread_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, stacks: list[str]):
@@ -102,7 +125,8 @@ def _scalar_param_copies(kernel: ir.KernelIR, body: list[ir.Stmt]) -> set[str]:
 def _write_body(kernel: ir.KernelIR, body: list[ir.Stmt], analysis, variant: Variant,
                 adjoint: bool):
     writer_cls = AdjointWriter if adjoint else ForwardWriter
-    writer = writer_cls(kernel, analysis, variant.parallel, variant.debug, variant.replicate)
+    sites = scatter_sites(body, kernel, analysis) if variant.replicate else None
+    writer = writer_cls(kernel, analysis, variant.parallel, variant.debug, sites)
     inner = SourceBuilder()
     if adjoint:
         inner.line("# replay: recompute the forward values, saving what later code overwrites")
@@ -167,6 +191,8 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
     options = ["cache=True", "error_model='numpy'"]
     if variant.parallel:
         options.append("parallel=True")
+    elif variant.noalias and NOALIAS_OPTION:
+        options.append(f"{NOALIAS_OPTION}=True")
     if variant.debug:
         options.append("boundscheck=True")
     if variant.fast_math:

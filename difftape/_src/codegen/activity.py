@@ -155,3 +155,23 @@ def classify_index(ref: ir.ArrayRef, indices: tuple[ir.Expr, ...], kernel: ir.Ke
     if all(thread_invariant(e) for e in indices):
         return UNIFORM
     return SCATTER
+
+
+def scatter_sites(body: list[ir.Stmt], kernel: ir.KernelIR,
+                  analysis: Analysis) -> tuple[dict[str, bool], dict[str, bool]]:
+    """Array parameters that the forward / the adjoint accumulate into at SCATTER indices, each
+    mapped to whether all of its sites can add into a per-chunk replica (atomic adds and
+    subtracts whose result is unused; every adjoint accumulation is an add)."""
+    forward: dict[str, bool] = {}
+    adjoint: dict[str, bool] = {}
+    for s in ir.walk_stmts(body):
+        if isinstance(s, ir.Atomic) and \
+                classify_index(s.array, s.indices, kernel, analysis) == SCATTER:
+            replicable = s.op in ("add", "sub") and s.result not in analysis.read
+            forward[s.array.param] = forward.get(s.array.param, True) and replicable
+        for root in ir.statement_exprs(s):
+            for e in ir.walk_expr(root):
+                if isinstance(e, ir.Load) and dtypes.is_float(dtypes.scalar_of(e.array.dtype)) \
+                        and classify_index(e.array, e.indices, kernel, analysis) == SCATTER:
+                    adjoint[e.array.param] = True
+    return forward, adjoint

@@ -20,10 +20,14 @@ class ForwardWriter(ExprCoder):
     """Writes primal and replay bodies; ``AdjointWriter`` extends it with the reverse sweep."""
 
     def __init__(self, kernel: ir.KernelIR, analysis: Analysis, parallel: bool,
-                 debug: bool = False, replicate: bool = False):
+                 debug: bool = False, replicate: tuple[dict, dict] | None = None):
         super().__init__(kernel, analysis, debug)
         self.parallel = parallel
-        self.replicate = parallel and replicate  # scatter sites add into per-chunk replicas
+        # Replicated parallel code: arrays with scatter sites (forward: symbol → all sites
+        # replicable; adjoint: primal symbols) take their adds in per-chunk copies.
+        self.replicate = parallel and replicate is not None
+        self.replicated: tuple[dict[str, bool], dict[str, bool]] = (
+            replicate if self.replicate else ({}, {}))
         self.replay = False
         self.effects = True  # perform array stores and atomics (the primal forward only)
         self.push_sites = {"f": 0, "i": 0}  # every push emitted (the stacks' slack)
@@ -155,15 +159,13 @@ class ForwardWriter(ExprCoder):
         idx = self.index_code(s.indices, ref=s.array)
         mode = classify_index(s.array, s.indices, self.kernel, self.analysis)
         target = f"{s.result} = " if s.result else ""
-        if self.parallel and mode == UNIFORM and s.op in ("add", "sub") and \
-                s.result not in self.analysis.read:
-            sign = "+" if s.op == "add" else "-"
-            out.line(f"{self.private(ref, idx, '', t)} {sign}= {value}")
-            return
-        if self.replicate and mode == SCATTER and s.op in ("add", "sub") and \
-                s.result not in self.analysis.read:
-            sign = "+" if s.op == "add" else "-"
+        plain_add = s.op in ("add", "sub") and s.result not in self.analysis.read
+        sign = "+" if s.op == "add" else "-"
+        if self.replicated[0].get(ref) and plain_add:  # the array's adds go to the chunk's copy
             out.line(f"{self.replica(ref, len(s.indices), '')}[{idx}] {sign}= {value}")
+            return
+        if self.parallel and mode == UNIFORM and plain_add:
+            out.line(f"{self.private(ref, idx, '', t)} {sign}= {value}")
             return
         if self.parallel and mode in (SCATTER, UNIFORM):
             helper = f"rt_atomic_{s.op}"
@@ -299,7 +301,8 @@ class ForwardWriter(ExprCoder):
                 if name in self.analysis.restored:
                     self.push(name, self.type_of(name), out)
         sub = AdjointWriter(self.kernel, analyze(s.body, self.kernel, tuple(s.inputs)),
-                            self.parallel, self.debug, self.replicate)
+                            self.parallel, self.debug,
+                            self.replicated if self.replicate else None)
         sub.counter, sub.constants = self.counter, self.constants
         sub.privates, sub.replicas = self.privates, self.replicas  # flushed by this function
         forward, reverse = SourceBuilder(out.level), SourceBuilder(out.level)
