@@ -380,22 +380,30 @@ def _program(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool, r
 
 
 def _overlapping(arrays: list) -> bool:
-    """Whether two of these numpy arrays may share memory: views of one base array, or two
-    wrappers of one external buffer (same data pointer)."""
-    seen = set()
+    """Whether two of these numpy arrays share memory (one array passed twice, views of one
+    base array, wrappers of one external buffer). Distinct fields of one struct array do not."""
     for a in arrays:
-        while a.base is not None and a.base.__class__ is np.ndarray:
-            a = a.base
-        key = id(a) if a.base is None else a.__array_interface__["data"][0]
-        if key in seen:
-            return True
-        seen.add(key)
-    return False
+        if a.base is not None:
+            break
+    else:  # the usual case: every array owns its memory
+        return len(set(map(id, arrays))) < len(arrays)
+    by_root: dict[int, list] = {}
+    for a in arrays:
+        root = a
+        while root.base is not None and root.base.__class__ is np.ndarray:
+            root = root.base
+        key = id(root) if root.base is None else root.__array_interface__["data"][0]
+        by_root.setdefault(key, []).append(a)
+    return any(np.shares_memory(x, y) for group in by_root.values()
+               for k, x in enumerate(group) for y in group[k + 1:])
 
 
 def run_forward(kernel: Kernel, dims: tuple[int, ...], args: list) -> None:
     kernel = kernel.specialize(args)
-    plan = plan_of(kernel)
+    _run_forward(kernel, plan_of(kernel), dims, args)
+
+
+def _run_forward(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], args: list) -> None:
     _check_rank(kernel, plan, dims)
     packed = pack_arguments(kernel, args, plan)
     total = _total(dims)
@@ -501,8 +509,9 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     if kernel.generic_params:
         kernel = kernel.specialize(list(inputs) + list(outputs))
     resolved = _CPU if device is None or device == "cpu" else get_device(device)
-    args = list(inputs) + list(outputs)
-    arity = len(kernel.params)
+    args = [*inputs, *outputs]
+    plan = plan_of(kernel)
+    arity = len(plan.params)
     if len(args) != arity:
         raise LaunchError(f"Error launching kernel '{kernel.key}', passed {len(args)} arguments "
                           f"but kernel requires {arity}.")
@@ -516,11 +525,11 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     if adjoint:
         run_adjoint(kernel, dims, args, list(adj_inputs) + list(adj_outputs))
     else:
-        if active is not None and plan_of(kernel).inplace and kernel.enable_backward:
+        if active is not None and plan.inplace and kernel.enable_backward:
             snapshots = inplace_snapshots(kernel, args)
             if snapshots:
                 metadata["inplace_snapshots"] = snapshots
-        run_forward(kernel, dims, args)
+        _run_forward(kernel, plan, dims, args)
     if active is not None:
         versions = overwrite.read_versions(kernel, args)
         active.record_launch(kernel, dims, max_blocks, inputs, outputs, resolved, 1, metadata)

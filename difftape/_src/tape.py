@@ -58,7 +58,7 @@ class Tape:
                       metadata=None) -> None:
         """Append a launch record ``[kernel, dim, max_blocks, inputs, outputs, device, block_dim,
         metadata]`` without running it (``dim`` is stored as given)."""
-        if not isinstance(device, Device):
+        if device.__class__ is not Device:
             device = get_device(device)
         self.launches.append([kernel, dim, max_blocks, inputs, outputs, device, block_dim,
                               metadata or {}])
