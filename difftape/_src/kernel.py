@@ -167,28 +167,28 @@ class Kernel:
         forward, adjoint = self.scatter_sites()
         return bool(forward), bool(adjoint)
 
-    def variant(self, rank: int, parallel: bool = False, replicate: bool = False,
-                noalias: bool = True) -> cpu.Variant:
+    def variant(self, rank: int, atomic: bool = False, noalias: bool = True) -> cpu.Variant:
         debug = self.option("mode") == "debug" or config.mode == "debug"
-        return cpu.Variant(rank=rank, parallel=parallel, debug=debug,
+        return cpu.Variant(rank=rank, parallel=atomic, debug=debug,
                            fast_math=bool(self.option("fast_math")),
                            flush_denormals=bool(self.option("flush_denormals")),
-                           backward=self.enable_backward, replicate=parallel and replicate,
-                           noalias=noalias and not parallel)
+                           backward=self.enable_backward, noalias=noalias)
 
-    def program(self, rank: int, parallel: bool = False, replicate: bool = False,
-                noalias: bool = True) -> cpu.CpuProgram:
+    def program(self, rank: int, atomic: bool = False, noalias: bool = True) -> cpu.CpuProgram:
         """The compiled program for launches of ``rank`` dimensions (built once, then cached).
-        ``replicate``: the parallel variant that gives scatter sites per-chunk replicas.
-        ``noalias``: assume no two array arguments overlap (False: the serial variant for
-        launches whose arrays do)."""
-        noalias = noalias and not parallel
-        fast = (rank, parallel, replicate, noalias, config.mode, _options_epoch[0])
+
+        Args:
+            rank: number of launch dimensions.
+            atomic: the variant whose scatter sites use atomics (chunks may run concurrently
+                without per-chunk views).
+            noalias: assume no two array arguments overlap (False for launches whose do).
+        """
+        fast = (rank, atomic, noalias, config.mode, _options_epoch[0])
         program = self._recent.get(fast)
         if program is not None:
             return program
         module = module_options(self.module)
-        state = (rank, parallel, replicate, noalias, config.mode, module.get("mode"),
+        state = (rank, atomic, noalias, config.mode, module.get("mode"),
                  module.get("fast_math"), module.get("flush_denormals"),
                  module.get("enable_backward"))
         program = self._programs.get(state)
@@ -196,13 +196,13 @@ class Kernel:
             with self._lock:
                 program = self._programs.get(state)
                 if program is None:
-                    program = self._build(self.variant(rank, parallel, replicate, noalias))
+                    program = self._build(self.variant(rank, atomic, noalias))
                     self._programs[state] = program
         self._recent[fast] = program
         return program
 
     def _build(self, variant: cpu.Variant) -> cpu.CpuProgram:
-        key = (variant.rank, variant.parallel, variant.replicate, variant.debug, variant.fast_math,
+        key = (variant.rank, variant.parallel, variant.debug, variant.fast_math,
                variant.flush_denormals, variant.noalias, variant.backward)
         program = self._built.get(key)
         if program is None:
@@ -213,18 +213,17 @@ class Kernel:
         return program
 
     def source(self, device: str = "cpu", adjoint: bool = False, dim: int = 1,
-               parallel: bool = False, replicate: bool = False) -> str:
+               parallel: bool = False) -> str:
         """The generated Python module for this kernel (forward and adjoint functions).
 
         Args:
             device: only "cpu" is generated today.
             adjoint: kept for Warp-style calls; the module holds both functions.
             dim: number of launch dimensions to generate for.
-            parallel: generate the multi-threaded variant.
-            replicate: the multi-threaded variant with per-chunk replicas for scatter sites.
+            parallel: the variant with atomics at scatter sites (``cpu_parallel="parallel"``);
+                the default one serves serial and replicated launches.
         """
-        return cpu.generate_module(self.ir, self.variant(dim, parallel, replicate),
-                                   self.origin())
+        return cpu.generate_module(self.ir, self.variant(dim, parallel), self.origin())
 
     def origin(self) -> str:
         """``file:line`` of the kernel's definition, written into its generated module."""

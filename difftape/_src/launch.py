@@ -11,7 +11,7 @@ import sys
 import numba
 import numpy as np
 
-from . import config, dtypes, overwrite, read_flags
+from . import chunks, config, dtypes, overwrite, read_flags
 from . import tape as tape_module
 from .array import array
 from .backends import cpu, cpu_runtime
@@ -293,49 +293,49 @@ def _adjoint_slot(kernel: Kernel, plan: LaunchPlan, k: int, path, leaf, value, a
 REPLICA_ELEMENTS_PER_THREAD = 8
 
 
-def _threading(kernel: Kernel, total: int, adjoint: bool, receiver) -> tuple[bool, bool]:
-    """(parallel, replicate) for one launch, from ``config.cpu_parallel``: "serial";
-    "parallel" (atomics at scatter sites); "replicate" (per-chunk replicas at scatter sites that
-    add or subtract, atomics at the others); or "auto": large launches run in parallel when their
-    accumulations need no atomics, or when every scatter site can add into a per-chunk replica
-    of a small enough array; otherwise serially (on few cores, scattered atomics cost more than
-    the extra core gives back, PERF-NOTES §3). ``receiver(symbol)`` is the array a scatter site
-    adds into in this launch, or None when it receives nothing (no adjoint buffer)."""
-    if config.deterministic:  # parallel sums add in a varying order
-        return False, False
+def _threading(kernel: Kernel, total: int, rows: int, adjoint: bool,
+               receiver) -> tuple[bool, int]:
+    """(atomic variant, number of chunks) for one launch, from ``config.cpu_parallel``:
+    "serial"; "parallel" (atomics at scatter sites); "replicate" (per-chunk copies of the
+    arrays scatter sites add into; atomics where a site is not a plain add); or "auto": launches
+    of at least ``parallel_threshold`` threads run on every thread when no thread may update an
+    element another updates, or when per-chunk copies of those arrays are small next to the
+    launch; serially otherwise (on few cores, scattered float atomics cost more than a second
+    core gives back, PERF-NOTES §3). ``receiver(symbol)`` is the array a scatter site adds into
+    in this launch and whether it receives anything (False: an absent adjoint's stand-in)."""
     mode = config.cpu_parallel
-    if mode != "auto":
-        return mode in ("parallel", "replicate"), mode == "replicate"
-    if total < config.parallel_threshold:
-        return False, False
+    if config.deterministic or mode == "serial":  # parallel sums add in a varying order
+        return False, 1
+    if mode == "auto" and total < config.parallel_threshold:
+        return False, 1
+    chunks = min(rows, numba.get_num_threads())
+    if chunks <= 1:
+        return False, 1
+    if mode == "parallel":
+        return True, chunks
     sites = kernel.scatter_sites()[adjoint]
     live = [(receiver(symbol), replicable) for symbol, replicable in sites.items()]
-    live = [(a, replicable) for a, replicable in live if a is not None]
-    if not live:
-        return True, False
-    if not all(replicable for _, replicable in live):
-        return False, False
-    copies = sum(a.size for a, _ in live) * numba.get_num_threads()
-    if copies <= REPLICA_ELEMENTS_PER_THREAD * total:
-        return True, True
-    return False, False
+    live = [(a, replicable) for (a, receives), replicable in live if receives]
+    if all(replicable for _, replicable in live):
+        copies = sum(a.size for a, _ in live) * chunks
+        if mode == "replicate" or copies <= REPLICA_ELEMENTS_PER_THREAD * total:
+            return False, chunks
+    return (True, chunks) if mode == "replicate" else (False, 1)
 
 
-def _call(kernel: Kernel, fn, args: list, direction: str, program: cpu.CpuProgram):
-    try:
-        return fn(*args)
-    except BaseException as err:
-        if program.variant.flush_denormals:  # raised before the kernel restored the FP state
-            cpu_runtime.set_fp_control(cpu_runtime.fp_control() & ~cpu_runtime.FLUSH_DENORMALS)
-        if isinstance(err, IndexError) and len(err.args) == 4 and isinstance(
-                err.args[0], str) and err.args[0].count("|") == 4:
-            raise _index_error(err.args, direction) from None
-        if isinstance(err, numba.core.errors.NumbaError):
-            raise InternalError(
-                f"difftape generated code that Numba could not compile for kernel "
-                f"'{kernel.key}' ({direction}); this is a difftape bug. Generated file: "
-                f"{program.path}\n{err}") from err
-        raise
+def _reraise(kernel: Kernel, direction: str, program: cpu.CpuProgram, err: BaseException):
+    """Re-raise an error from running compiled code as the error a user should see."""
+    if program.variant.flush_denormals:  # raised before the kernel restored the FP state
+        cpu_runtime.set_fp_control(cpu_runtime.fp_control() & ~cpu_runtime.FLUSH_DENORMALS)
+    if isinstance(err, IndexError) and len(err.args) == 4 and isinstance(
+            err.args[0], str) and err.args[0].count("|") == 4:
+        raise _index_error(err.args, direction) from None
+    if isinstance(err, numba.core.errors.NumbaError):
+        raise InternalError(
+            f"difftape generated code that Numba could not compile for kernel "
+            f"'{kernel.key}' ({direction}); this is a difftape bug. Generated file: "
+            f"{program.path}\n{err}") from err
+    raise err
 
 
 def _index_error(args: tuple, direction: str) -> ArrayIndexError:
@@ -360,23 +360,33 @@ def _check_rank(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...]) -> None
                                f"dimension(s); launch it with a dim of {plan.tid_rank} sizes")
 
 
-def _program(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool, receiver,
-             arrays: list):
-    """The program to run and the leading ``nchunks`` argument of parallel variants.
+def _execute(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool, args: list,
+             arrays: list, receiver) -> None:
+    """Pick the program and chunking for one launch and run it.
 
     Compiled code assumes its array arguments never overlap (so LLVM can vectorize); a launch
-    passing overlapping arrays (``inputs=[x, x]``) runs the serial variant without that
+    passing overlapping arrays (``inputs=[x, x]``) runs serially on a variant without that
     assumption, whatever ``cpu_parallel`` asks: with it, adds into one adjoint through two
-    parameters would be lost."""
+    parameters could be lost."""
     if _overlapping(arrays):
-        return kernel.program(len(dims), False, False, noalias=False), []
-    parallel, replicate = _threading(kernel, total, adjoint, receiver)
-    program = kernel.program(len(dims), parallel, replicate, noalias=True)
-    if not parallel:
-        return program, []
-    # Replicas cost memory per chunk: one chunk per thread; otherwise 4 for load balance.
-    chunks = numba.get_num_threads() * (1 if replicate else 4)
-    return program, [min(dims[0], chunks)]
+        atomic, count, noalias = False, 1, False
+    else:
+        atomic, count = _threading(kernel, total, dims[0], adjoint, receiver)
+        noalias = True
+    program = kernel.program(len(dims), atomic, noalias)
+    fn = program.adjoint if adjoint else program.forward
+    views = program.views[adjoint]
+    try:
+        if count == 1:  # serial: each view argument is its array itself
+            if views:
+                args = args + [receiver(view.param)[0] for view in views]
+            fn(0, dims[0], *dims, *args)
+        else:
+            views = [(*receiver(view.param), view.direct) for view in views]
+            chunks.run(fn, list(dims), args,
+                       [(array, direct, live) for array, live, direct in views], count)
+    except BaseException as err:
+        _reraise(kernel, "adjoint" if adjoint else "forward", program, err)
 
 
 def _overlapping(arrays: list) -> bool:
@@ -409,10 +419,8 @@ def _run_forward(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], args: 
     total = _total(dims)
     if total == 0:
         return
-    program, lead = _program(kernel, dims, total, False,
-                             lambda symbol: packed[plan.positions[symbol]],
-                             [packed[k] for k in plan.array_positions])
-    _call(kernel, program.forward, lead + list(dims) + packed, "forward", program)
+    _execute(kernel, dims, total, False, packed, [packed[k] for k in plan.array_positions],
+             lambda symbol: (packed[plan.positions[symbol]], True))
     _write_back(plan, args, packed, kernel)
 
 
@@ -455,13 +463,11 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
 
     def receiver(symbol):
         at = plan.adjoint_positions[symbol]
-        return buffers[at] if has[at] else None
+        return buffers[at], has[at]
 
     arrays = [packed[k] for k in plan.array_positions]
     arrays += [b for b, flag in zip(buffers, has) if flag]
-    program, lead = _program(kernel, dims, total, True, receiver, arrays)
-    _call(kernel, program.adjoint, lead + list(dims) + packed + buffers + has + consume,
-          "adjoint", program)
+    _execute(kernel, dims, total, True, packed + buffers + has + consume, arrays, receiver)
     for grad, data in staged:
         grad._data[...] = data
 

@@ -159,16 +159,20 @@ def classify_index(ref: ir.ArrayRef, indices: tuple[ir.Expr, ...], kernel: ir.Ke
 
 def scatter_sites(body: list[ir.Stmt], kernel: ir.KernelIR,
                   analysis: Analysis) -> tuple[dict[str, bool], dict[str, bool]]:
-    """Array parameters that the forward / the adjoint accumulate into at SCATTER indices, each
-    mapped to whether all of its sites can add into a per-chunk replica (atomic adds and
-    subtracts whose result is unused; every adjoint accumulation is an add)."""
+    """Array parameters that threads may update concurrently: the forward's atomics at SCATTER
+    indices (and at UNIFORM ones other than plain adds, which per-chunk locals cannot take),
+    the adjoint's accumulations at SCATTER indices. Each maps to whether all of its sites can
+    add into a per-chunk replica (atomic adds and subtracts whose result is unused; every
+    adjoint accumulation is an add); without replicas they need atomics in parallel code."""
     forward: dict[str, bool] = {}
     adjoint: dict[str, bool] = {}
     for s in ir.walk_stmts(body):
-        if isinstance(s, ir.Atomic) and \
-                classify_index(s.array, s.indices, kernel, analysis) == SCATTER:
-            replicable = s.op in ("add", "sub") and s.result not in analysis.read
-            forward[s.array.param] = forward.get(s.array.param, True) and replicable
+        if isinstance(s, ir.Atomic):
+            mode = classify_index(s.array, s.indices, kernel, analysis)
+            plain_add = s.op in ("add", "sub") and s.result not in analysis.read
+            if mode == SCATTER or (mode == UNIFORM and not plain_add):
+                forward[s.array.param] = forward.get(s.array.param, True) and \
+                    plain_add and mode == SCATTER
         for root in ir.statement_exprs(s):
             for e in ir.walk_expr(root):
                 if isinstance(e, ir.Load) and dtypes.is_float(dtypes.scalar_of(e.array.dtype)) \

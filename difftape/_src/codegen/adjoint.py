@@ -44,12 +44,12 @@ class AdjointWriter(ForwardWriter):
         p = ref.param
         idx = self.index_code(indices, temps, ref)
         flag, adj = naming.has_adjoint_flag(p), naming.adjoint_array(p)
-        mode = classify_index(ref, indices, self.kernel, self.analysis) if self.parallel else None
+        mode = classify_index(ref, indices, self.kernel, self.analysis)
         if p in self.replicated[1]:  # every add into this adjoint goes to the chunk's copy
-            out.line(f"if {flag}: {self.replica(adj, len(indices), flag)}[{idx}] += {g}")
+            out.line(f"if {flag}: {self.replica(adj, p)}[{idx}] += {g}")
         elif mode == UNIFORM:
             out.line(f"{self.private(adj, idx, flag, dtypes.scalar_of(ref.dtype))} += {g}")
-        elif mode == SCATTER:
+        elif mode == SCATTER and self.parallel:
             self.runtime.add("rt_atomic_add")
             out.line(f"if {flag}: rt_atomic_add({adj}, ({idx},), {g})")
         else:

@@ -43,17 +43,17 @@ class ExprCoder:
         # Inside blocks (depth > 0) accumulators are updated in place under their own name.
         self.versions: dict[str, str] = {}
         self.depth = 0
-        # Parallel code: thread-invariant accumulation sites (a loss at index 0, a shared
-        # coefficient's adjoint) add into a per-chunk local flushed once per chunk with one
-        # atomic, instead of every thread contending on one address.
+        # Thread-invariant accumulation sites (a loss at index 0, a shared coefficient's
+        # adjoint) add into a local flushed once per chunk with one atomic, instead of every
+        # thread contending on one address.
         self.privates: list[tuple[str, str, str, str, type]] = []  # name, array, index, guard, t
-        # Parallel code with replicas: scatter sites add into a per-chunk copy of their array
-        # (``rep_view_<array>[...]``), summed into the array after the chunks finish.
-        self.replicas: dict[str, tuple[int, str]] = {}  # array → (ndim, guard)
+        # Without atomics, scatter sites add into a per-chunk view of their array
+        # (``rep_view_<array>``, a function argument); the launcher sums the views in.
+        self.replicas: dict[str, str] = {}  # array's generated name → its parameter symbol
         self.counter = 0
 
-    def replica(self, array: str, ndim: int, guard: str) -> str:
-        self.replicas.setdefault(array, (ndim, guard))
+    def replica(self, array: str, param: str) -> str:
+        self.replicas.setdefault(array, param)
         return naming.replica_view(array)
 
     def private(self, array: str, index: str, guard: str, t: type) -> str:

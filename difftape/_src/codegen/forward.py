@@ -23,11 +23,10 @@ class ForwardWriter(ExprCoder):
                  debug: bool = False, replicate: tuple[dict, dict] | None = None):
         super().__init__(kernel, analysis, debug)
         self.parallel = parallel
-        # Replicated parallel code: arrays with scatter sites (forward: symbol → all sites
-        # replicable; adjoint: primal symbols) take their adds in per-chunk copies.
-        self.replicate = parallel and replicate is not None
-        self.replicated: tuple[dict[str, bool], dict[str, bool]] = (
-            replicate if self.replicate else ({}, {}))
+        # Code without atomics: arrays with scatter sites (forward: symbol → all its sites
+        # replicable; adjoint: primal symbols) take all their adds in per-chunk views.
+        self.replicate = replicate is not None
+        self.replicated: tuple[dict[str, bool], dict[str, bool]] = replicate or ({}, {})
         self.replay = False
         self.effects = True  # perform array stores and atomics (the primal forward only)
         self.push_sites = {"f": 0, "i": 0}  # every push emitted (the stacks' slack)
@@ -162,9 +161,9 @@ class ForwardWriter(ExprCoder):
         plain_add = s.op in ("add", "sub") and s.result not in self.analysis.read
         sign = "+" if s.op == "add" else "-"
         if self.replicated[0].get(ref) and plain_add:  # the array's adds go to the chunk's copy
-            out.line(f"{self.replica(ref, len(s.indices), '')}[{idx}] {sign}= {value}")
+            out.line(f"{self.replica(ref, ref)}[{idx}] {sign}= {value}")
             return
-        if self.parallel and mode == UNIFORM and plain_add:
+        if mode == UNIFORM and plain_add:
             out.line(f"{self.private(ref, idx, '', t)} {sign}= {value}")
             return
         if self.parallel and mode in (SCATTER, UNIFORM):

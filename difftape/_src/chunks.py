@@ -1,0 +1,84 @@
+"""Running one launch's compiled function over chunks of its first dimension, on threads.
+
+Generated functions take ``lo, hi`` (the rows of the first launch dimension they run) and release
+the GIL, so a launch runs as one call per chunk: chunk 0 on the calling thread, the others on a
+thread pool. Scatter sites of code without atomics add into per-chunk views passed as trailing
+arguments: the array itself for a lone chunk (and for chunk 0 where nothing else in the kernel
+touches the array), zeroed copies for the others, summed into the array afterwards.
+
+Unlike Numba's ``parallel=True`` (parfors), this compiles nothing beyond the serial function:
+one compiled function per kernel direction serves serial and multi-threaded launches.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+
+import numba
+import numpy as np
+
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _thread_pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=max(1, numba.config.NUMBA_NUM_THREADS - 1),
+                    thread_name_prefix="difftape")
+    return _pool
+
+
+def run(fn, dims: list[int], args: list, views: list[tuple[np.ndarray, bool, bool]],
+        chunks: int) -> None:
+    """Call ``fn(lo, hi, *dims, *args, *chunk_views)`` over ``chunks`` row ranges of
+    ``dims[0]``. ``views``: per trailing view argument, (the array receiving the adds, whether
+    chunk 0 may add into it directly, whether it receives anything at all)."""
+    rows = dims[0]
+    if chunks <= 1:
+        fn(0, rows, *dims, *args, *[a for a, _, _ in views])
+        return
+    per_chunk: list[list[np.ndarray]] = [[] for _ in range(chunks)]
+    sums = []
+    for array, direct, live in views:
+        if not live:  # a stand-in nobody writes: every chunk may share it
+            for chunk_views in per_chunk:
+                chunk_views.append(array)
+            continue
+        copies = np.zeros((chunks - 1 if direct else chunks,) + array.shape, array.dtype)
+        for c, chunk_views in enumerate(per_chunk):
+            chunk_views.append(array if direct and c == 0 else copies[c - 1 if direct else c])
+        sums.append((array, copies))
+    bounds = [(c * rows // chunks, (c + 1) * rows // chunks) for c in range(chunks)]
+    pool = _thread_pool()
+    futures = [pool.submit(fn, lo, hi, *dims, *args, *per_chunk[c])
+               for c, (lo, hi) in enumerate(bounds) if c > 0]
+    try:
+        fn(bounds[0][0], bounds[0][1], *dims, *args, *per_chunk[0])
+    finally:
+        errors = [f.exception() for f in futures]  # waits for every chunk
+    for err in errors:
+        if err is not None:
+            raise err
+    for array, copies in sums:
+        _sum_into(array, copies, chunks, pool)
+
+
+def _sum_into(array: np.ndarray, copies: np.ndarray, chunks: int, pool) -> None:
+    """``array += copies.sum(0)``, split over row ranges on the pool (numpy releases the GIL)."""
+    rows = array.shape[0]
+
+    def add(lo: int, hi: int) -> None:
+        part = array[lo:hi]
+        for copy in copies:
+            np.add(part, copy[lo:hi], out=part)
+
+    bounds = [(c * rows // chunks, (c + 1) * rows // chunks) for c in range(chunks)]
+    futures = [pool.submit(add, lo, hi) for lo, hi in bounds[1:]]
+    add(*bounds[0])
+    for f in futures:
+        f.result()
