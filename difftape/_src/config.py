@@ -46,10 +46,11 @@ enable_vector_component_overwrites: bool = False
 # Bit-identical gradients between runs: accumulate in a fixed order (serial CPU launches).
 deterministic: bool = False
 
-# How CPU launchers use threads: "serial"; "parallel" (prange; atomics where threads may add to
-# one element); "replicate" (prange; such additions go to a per-thread copy of the array, summed
-# afterwards); or "auto": launches of at least parallel_threshold threads run in parallel when
-# they need no atomics or their replicas are small next to the launch, serially otherwise.
+# How CPU launchers use threads (numba.get_num_threads() of them): "serial"; "parallel" (atomics
+# where threads may add to one element); "replicate" (such additions go to a per-thread copy of
+# the array, summed afterwards); or "auto": launches of at least parallel_threshold threads run
+# in parallel when they need no atomics or their copies are small next to the launch, serially
+# otherwise.
 cpu_parallel: str = "auto"
 
 # With cpu_parallel="auto", launches with at least this many threads run in parallel.

@@ -1,8 +1,9 @@
 """The CPU backend: assemble a kernel's generated module, cache it on disk, compile it with Numba.
 
-The launcher's thread loop lives inside the compiled function (nested loops for multi-D launches,
-``prange`` over chunks in the parallel variant). Each module is written once to a content-hashed
-``.py`` file and imported, so Numba's ``cache=True`` can reuse compiled code across processes.
+The launcher's thread loop lives inside the compiled function: rows ``lo:hi`` of the first launch
+dimension, nested loops for the others. The functions release the GIL, so ``chunks.py`` runs one
+launch as several calls on a thread pool. Each module is written once to a content-hashed ``.py``
+file and imported, so Numba's ``cache=True`` can reuse compiled code across processes.
 """
 
 from __future__ import annotations

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 # Names the generated module binds at top level or uses for its own bookkeeping.
 RESERVED = frozenset({
-    "np", "numba", "prange", "njit", "range", "len", "print", "min", "max", "abs", "math",
+    "np", "numba", "njit", "range", "len", "print", "min", "max", "abs", "math",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
     "uint32", "uint64", "boolean", "bool", "True", "False", "None",
     "dim0", "dim1", "dim2", "dim3", "tid0", "tid1", "tid2", "tid3", "tidflat",
-    "fstack", "istack", "ftop", "itop", "chunk", "nchunks", "lo", "hi",
+    "fstack", "istack", "ftop", "itop", "lo", "hi",
 })
 _GENERATED_PREFIXES = ("var_", "adj_", "wp_", "cond_", "trip_", "start_", "step_", "stop_",
                        "flag_", "tmp_", "acc_", "priv_", "has_", "consume_", "ret_", "atomic_",
