@@ -148,11 +148,12 @@ def _struct_arg(kernel: Kernel, param, position: int, value) -> list:
                 packed.append(_empty_like_param(leaf))
             else:
                 packed.append(_array_arg(kernel, leaf, position, field))
-        elif "[" in leaf.name:
-            k = int(leaf.name.rsplit("[", 1)[1][:-1])
-            packed.append(leaf.dtype._np(np.asarray(field).reshape(-1)[k]))
         else:
-            packed.append(staging_dtype(leaf.dtype)._np(field))
+            if "[" in leaf.name:
+                k = int(leaf.name.rsplit("[", 1)[1][:-1])
+                field = np.asarray(field).reshape(-1)[k]
+            scalar = staging_dtype(leaf.dtype)._np(field)  # the checked conversion
+            packed.append(float(scalar) if dtypes.is_float(leaf.dtype) else scalar)
     return packed
 
 
@@ -182,7 +183,8 @@ _SCALAR_OK = {"float": (float, int), "int": (int,), "uint": (int,), "bool": (boo
 def _composite_arg(kernel: Kernel, param, position: int, value, np_type) -> list:
     t = param.dtype
     if value.__class__ is t:
-        return [np_type(c) for c in value._values]
+        return value._values.tolist() if np_type is not np.float16 and \
+            np.issubdtype(np_type, np.floating) else [np_type(c) for c in value._values]
     try:
         flat = np.asarray(value, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError):
@@ -190,6 +192,8 @@ def _composite_arg(kernel: Kernel, param, position: int, value, np_type) -> list
     if flat is None or flat.size != t._length or hasattr(value, "_wp_scalar_type_"):
         raise LaunchTypeError(f"launch({kernel.key}): argument '{param.name}' (position "
                               f"{position}) expects {dtypes.type_name(t)}, got {_describe(value)}.")
+    if np.issubdtype(np_type, np.floating):
+        return [float(c) for c in flat]
     return [np_type(c) for c in flat]
 
 
@@ -207,6 +211,13 @@ def pack_arguments(kernel: Kernel, args: list, plan: LaunchPlan | None = None) -
                 append(value._data)
             else:
                 append(_array_arg(kernel, plan.params[k], k, value))  # or raises the error
+        elif kind == "float":  # Python floats: fast to dispatch; kernels cast float32 ones
+            if cls is float:
+                append(value)
+            elif cls is int or isinstance(value, (np.floating, np.integer)) and cls is not bool:
+                append(float(value))
+            else:
+                append(float(_scalar_arg(kernel, plan.params[k], k, value)))  # or raises
         elif cls is np_type:
             append(value)
         elif cls in _SCALAR_OK[kind]:
