@@ -445,14 +445,15 @@ def inplace_snapshots(kernel: Kernel, args: list) -> dict[int, np.ndarray]:
 
 
 def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: list,
-                snapshots: dict[int, np.ndarray] | None = None) -> None:
+                snapshots: dict[int, np.ndarray] | None = None, checked: bool = False) -> None:
     """Run the adjoint of one launch: accumulate into input adjoints, consume output adjoints.
 
     ``snapshots`` holds pre-launch copies of in-place arrays; without them the current contents
     are used (a manual adjoint launch). Either way the adjoint works on a private copy.
+    ``checked``: the caller (the Tape) already saw that the kernel has an adjoint.
     """
     kernel = kernel.specialize(args)
-    if not kernel.enable_backward:
+    if not checked and not kernel.enable_backward:
         raise LaunchError(f"Failed to find backward kernel '{kernel.key}' from module "
                           f"'{kernel.module}' for device 'cpu'")
     if len(adj_args) != len(args):

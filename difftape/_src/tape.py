@@ -134,18 +134,29 @@ class Tape:
                     a.grad.assign(g)
         from .launch import run_adjoint
 
+        gradients = self.gradients
         for record in reversed(self.launches):
             if callable(record):
                 record()
                 continue
             kernel, dim, _, inputs, outputs, _, _, metadata = record
-            if not self._backward_enabled(kernel):
+            if not kernel.enable_backward and not self._backward_enabled(kernel):
                 continue
-            adjoints = [self.get_adjoint(a) for a in inputs] + \
-                       [self.get_adjoint(a) for a in outputs]
-            dims = (dim,) if isinstance(dim, int) else tuple(dim)
-            run_adjoint(kernel, dims, list(inputs) + list(outputs), adjoints,
-                        (metadata or {}).get("inplace_snapshots"))
+            args = [*inputs, *outputs]
+            adjoints = []
+            for a in args:  # get_adjoint, with arrays inline (this loop runs per launch)
+                if a.__class__ is array:
+                    grad = a._grad
+                    if grad is not None and grad._data.size:
+                        gradients[a] = grad
+                        adjoints.append(grad)
+                    else:
+                        adjoints.append(None)
+                else:
+                    adjoints.append(self.get_adjoint(a))
+            dims = (dim,) if dim.__class__ is int else tuple(dim)
+            run_adjoint(kernel, dims, args, adjoints,
+                        metadata.get("inplace_snapshots") if metadata else None, checked=True)
         if config.verify_autograd_array_access:
             self._reset_array_read_flags()
 
