@@ -379,8 +379,11 @@ def _execute(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool, a
     passing overlapping arrays (``inputs=[x, x]``) runs serially on a variant without that
     assumption, whatever ``cpu_parallel`` asks: with it, adds into one adjoint through two
     parameters could be lost."""
+    mode = config.cpu_parallel
     if _overlapping(arrays):
         atomic, count, noalias = False, 1, False
+    elif mode == "serial" or mode == "auto" and total < config.parallel_threshold:
+        atomic, count, noalias = False, 1, True  # (what _threading says, without the call)
     else:
         atomic, count = _threading(kernel, total, dims[0], adjoint, receiver)
         noalias = True
@@ -427,7 +430,7 @@ def run_forward(kernel: Kernel, dims: tuple[int, ...], args: list) -> None:
 def _run_forward(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], args: list) -> None:
     _check_rank(kernel, plan, dims)
     packed = pack_arguments(kernel, args, plan)
-    total = _total(dims)
+    total = dims[0] if len(dims) == 1 else _total(dims)
     if total == 0:
         return
     _execute(kernel, dims, total, False, packed, [packed[k] for k in plan.array_positions],
