@@ -205,7 +205,7 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
     out.line(f"def {name}({', '.join(args)}):")
     out.level += 1
     function_level = out.level
-    privates = [f"{name} = {writer.zero(t)}" for name, _, _, _, t in writer.privates]
+    privates = [f"{local} = {writer.zero(t)}" for local, _, _, _, t in writer.privates]
     setup = [f"{sym} = float32({sym}_in)" for sym in sorted(narrowed - copies)]
     setup += stacks + privates
     if variant.flush_denormals:  # per call: each thread running a chunk sets its own state
@@ -230,8 +230,8 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
     out.level = function_level
     if writer.privates:  # flush the chunk's accumulators of thread-invariant sites, once
         writer.runtime.add("rt_atomic_add")
-        for name, array, index, guard, _ in writer.privates:
-            flush = f"rt_atomic_add({array}, ({index},), {name})"
+        for local, array, index, guard, _ in writer.privates:
+            flush = f"rt_atomic_add({array}, ({index},), {local})"
             out.line(f"if {guard}: {flush}" if guard else flush)
     if variant.flush_denormals:
         out.line("rt_set_fp_control(rt_fp_saved)")
