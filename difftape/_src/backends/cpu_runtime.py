@@ -20,7 +20,8 @@ def rt_reserve(stack, size):
     Generated adjoints call it before each loop with the room the loop's iterations need, so
     no push inside a loop ever checks or grows the stack."""
     bigger = np.empty(max(size, stack.shape[0] * 2), stack.dtype)
-    bigger[: stack.shape[0]] = stack
+    for k in range(stack.shape[0]):  # a loop: slice assignment costs ~4 s of first compile
+        bigger[k] = stack[k]
     return bigger
 
 
