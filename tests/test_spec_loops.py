@@ -491,3 +491,19 @@ def test_dynamic_product_trip_counts(iters):
     for k in range(iters):
         expected[k] = np.prod(np.delete(x[:iters], k))
     check(prod_dynamic, [iters, x], expected={1: expected}, value=p)
+
+
+@wp.kernel
+def long_recurrence(n: int, x: wp.array(dtype=F64), out: wp.array(dtype=F64)):
+    s = F64(0.0)
+    for outer in range(3):  # each inner loop reserves stack room while earlier values sit on it
+        for k in range(n):
+            s = s * x[0] + x[1]
+    out[0] = s
+
+
+def test_long_loops_grow_the_stack_and_keep_its_values():
+    """900 saved values per thread: the stack grows (rt_reserve) twice mid-kernel, and every
+    saved value counts (d out / d x0 sums s_k over all 900 steps, with |x0| ~ 1)."""
+    check(long_recurrence, [300, np.array([1.0005, 0.3])], rtol=1e-9, fd_rtol=1e-5,
+          fd_atol=1e-6)

@@ -280,10 +280,30 @@ def _cache_dir() -> str:
     return path
 
 
+def _runtime_stamp() -> str:
+    """A hash of the code generated modules call into (runtime helpers, builtin rules). Numba's
+    cache of a generated module does not notice changes there, so they are part of its name."""
+    global _RUNTIME_STAMP
+    if _RUNTIME_STAMP is None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        ops = os.path.join(os.path.dirname(here), "ops")
+        files = [os.path.join(here, "cpu_runtime.py"), os.path.join(here, "cpu_symbols.py")]
+        files += sorted(os.path.join(ops, f) for f in os.listdir(ops) if f.endswith(".py"))
+        digest = hashlib.sha256()
+        for path in files:
+            with open(path, "rb") as f:
+                digest.update(f.read())
+        _RUNTIME_STAMP = digest.hexdigest()
+    return _RUNTIME_STAMP
+
+
+_RUNTIME_STAMP: str | None = None
+
+
 def load_module(kernel_name: str, source: str):
     """Write ``source`` to a content-hashed file (once, atomically) and import it."""
-    key = hashlib.sha256(
-        (source + _difftape_version + numba.__version__).encode()).hexdigest()[:20]
+    key = hashlib.sha256((source + _difftape_version + numba.__version__ +
+                          _runtime_stamp()).encode()).hexdigest()[:20]
     module_name = f"difftape_gen_{kernel_name}_{key}"
     if module_name in sys.modules:
         return sys.modules[module_name], sys.modules[module_name].__file__
