@@ -35,16 +35,13 @@ def _thread_pool() -> concurrent.futures.ThreadPoolExecutor:
 
 def run(fn, dims: list[int], args: list, views: list[tuple[np.ndarray, bool, bool]],
         chunks: int) -> None:
-    """Call ``fn(lo, hi, *dims, *args, *chunk_views)`` over ``chunks`` row ranges of
-    ``dims[0]``. ``views``: per trailing view argument, (the array receiving the adds, whether
-    chunk 0 may add into it directly, whether it receives anything at all)."""
+    """Call ``fn(lo, hi, *dims, *args, *chunk_views)`` over ``chunks`` (at least 2) row ranges
+    of ``dims[0]``. ``views``: per trailing view argument, (the array receiving the adds,
+    whether it receives anything at all, whether chunk 0 may add into it directly)."""
     rows = dims[0]
-    if chunks <= 1:
-        fn(0, rows, *dims, *args, *[a for a, _, _ in views])
-        return
     per_chunk: list[list[np.ndarray]] = [[] for _ in range(chunks)]
     sums = []
-    for array, direct, live in views:
+    for array, live, direct in views:
         if not live:  # a stand-in nobody writes: every chunk may share it
             for chunk_views in per_chunk:
                 chunk_views.append(array)

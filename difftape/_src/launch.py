@@ -396,9 +396,8 @@ def _execute(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool, a
                 args = args + [receiver(view.param)[0] for view in views]
             fn(0, dims[0], *dims, *args)
         else:
-            views = [(*receiver(view.param), view.direct) for view in views]
             chunks.run(fn, list(dims), args,
-                       [(array, direct, live) for array, live, direct in views], count)
+                       [(*receiver(view.param), view.direct) for view in views], count)
     except BaseException as err:
         _reraise(kernel, "adjoint" if adjoint else "forward", program, err)
 
