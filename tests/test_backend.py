@@ -253,3 +253,36 @@ def test_one_array_passed_twice_gets_every_gradient(mode):
         np.testing.assert_allclose(x.grad.numpy(), 2 * x.numpy() + 2, rtol=1e-6)
     finally:
         wp.config.cpu_parallel, wp.config.parallel_threshold = saved
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_parallel_launches_work_in_a_forked_child(tmp_path):
+    """The chunk thread pool's threads do not survive fork(): the child starts a new pool
+    (before, its first parallel launch waited forever)."""
+    script = tmp_path / "fork_child.py"
+    script.write_text(textwrap.dedent("""
+        import os
+        import numpy as np
+        import difftape as wp
+
+        wp.config.cpu_parallel = "replicate"
+
+        @wp.kernel
+        def twice(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+            i = wp.tid()
+            y[i] = 2.0 * x[i]
+
+        x = wp.array(np.ones(100_000, np.float32))
+        y = wp.zeros(100_000, dtype=float)
+        wp.launch(twice, 100_000, inputs=[x, y])  # starts the pool in the parent
+        pid = os.fork()
+        if pid == 0:
+            y.zero_()
+            wp.launch(twice, 100_000, inputs=[x, y])
+            os._exit(0 if float(y.numpy().min()) == 2.0 else 1)
+        _, status = os.waitpid(pid, 0)
+        print("child", os.waitstatus_to_exitcode(status))
+    """))
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert run.stdout.split() == ["child", "0"]

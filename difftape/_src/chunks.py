@@ -13,6 +13,7 @@ one compiled function per kernel direction serves serial and multi-threaded laun
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import threading
 
 import numba
@@ -20,6 +21,16 @@ import numpy as np
 
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+
+
+def _forget_pool() -> None:
+    """In a forked child the pool's threads do not exist: start a new pool on first use."""
+    global _pool
+    _pool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _thread_pool() -> concurrent.futures.ThreadPoolExecutor:
