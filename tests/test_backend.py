@@ -286,3 +286,34 @@ def test_parallel_launches_work_in_a_forked_child(tmp_path):
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                          timeout=120, check=True)
     assert run.stdout.split() == ["child", "0"]
+
+
+@wp.kernel
+def running_max(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_max(out, 0, x[i])  # thread-invariant index, but not an add: no per-chunk local
+
+
+@pytest.mark.parametrize("mode", ["serial", "parallel", "replicate", "auto"])
+def test_thread_invariant_atomic_max_is_exact_in_every_mode(mode):
+    saved = (wp.config.cpu_parallel, wp.config.parallel_threshold)
+    wp.config.cpu_parallel, wp.config.parallel_threshold = mode, 1000
+    try:
+        assert running_max.scatter_sites()[0] == {"out": False}  # needs atomics to share
+        values = np.random.default_rng(3).uniform(-5.0, 5.0, 200_000).astype(np.float32)
+        out = wp.array(np.array([-100.0], np.float32))
+        wp.launch(running_max, len(values), inputs=[wp.array(values), out])
+        assert out.numpy()[0] == values.max()
+    finally:
+        wp.config.cpu_parallel, wp.config.parallel_threshold = saved
+
+
+def test_overlap_check_tells_struct_fields_apart():
+    from difftape._src.launch import _overlapping
+
+    data = np.zeros(10, dtype=[("a", np.float32), ("b", np.float32)])
+    plain = np.zeros(4, np.float32)
+    assert not _overlapping([data["a"], data["b"], plain])
+    assert _overlapping([data["a"], data["a"]])
+    assert _overlapping([plain, plain[1:]])
+    assert not _overlapping([plain, np.zeros(4, np.float32)])
