@@ -288,11 +288,15 @@ def _runtime_stamp() -> str:
         here = os.path.dirname(os.path.abspath(__file__))
         ops = os.path.join(os.path.dirname(here), "ops")
         files = [os.path.join(here, "cpu_runtime.py"), os.path.join(here, "cpu_symbols.py")]
-        files += sorted(os.path.join(ops, f) for f in os.listdir(ops) if f.endswith(".py"))
+        if os.path.isdir(ops):
+            files += sorted(os.path.join(ops, f) for f in os.listdir(ops) if f.endswith(".py"))
         digest = hashlib.sha256()
-        for path in files:
-            with open(path, "rb") as f:
-                digest.update(f.read())
+        try:
+            for path in files:
+                with open(path, "rb") as f:
+                    digest.update(f.read())
+        except OSError:  # sources not on disk (a zipped install): the version must do
+            digest.update(_difftape_version.encode())
         _RUNTIME_STAMP = digest.hexdigest()
     return _RUNTIME_STAMP
 
