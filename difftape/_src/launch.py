@@ -379,11 +379,8 @@ def _execute(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool, a
     passing overlapping arrays (``inputs=[x, x]``) runs serially on a variant without that
     assumption, whatever ``cpu_parallel`` asks: with it, adds into one adjoint through two
     parameters could be lost."""
-    mode = config.cpu_parallel
     if _overlapping(arrays):
         atomic, count, noalias = False, 1, False
-    elif mode == "serial" or mode == "auto" and total < config.parallel_threshold:
-        atomic, count, noalias = False, 1, True  # (what _threading says, without the call)
     else:
         atomic, count = _threading(kernel, total, dims[0], adjoint, receiver)
         noalias = True
