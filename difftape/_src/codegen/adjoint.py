@@ -101,7 +101,8 @@ class AdjointWriter(ForwardWriter):
         """The index of an output adjoint read: multiplied by its has-adjoint flag, so an array
         without a gradient reads element 0 of its zero-filled one-element stand-in."""
         flag = naming.has_adjoint_flag(s.array.param)
-        return ", ".join(f"{self.code(i, temps)} * {flag}" for i in s.indices)
+        return ", ".join(self.unsigned(i, f"{self.code(i, temps)} * {flag}") if not self.debug
+                         else f"{self.code(i, temps)} * {flag}" for i in s.indices)
 
     def reverse_Atomic(self, s: ir.Atomic, out: SourceBuilder) -> None:
         restored = s.result is not None and s.result in self.analysis.restored

@@ -14,6 +14,7 @@ from . import naming
 from .activity import Analysis
 from .emitter import ConstantPool, SourceBuilder, cast
 from .inline_rules import INLINE_NEEDS, INLINE_RULES
+from .signs import is_nonnegative, nonnegative_locals
 
 # Operators emitted inline when their Python meaning equals the builtin's (float + - * /).
 _INLINE_FLOAT = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
@@ -29,6 +30,7 @@ class ExprCoder:
         self.kernel = kernel
         self.analysis = analysis
         self.debug = debug  # bounds-check every array index (mode="debug")
+        self.nonnegative = nonnegative_locals(kernel)  # indices from these need no wraparound
         self.site: ir.Stmt | None = None  # statement being emitted, for debug messages
         self.declared: dict[str, type] = {}
         self.symbols: set[str] = set()  # builtin symbols the module must import
@@ -86,7 +88,9 @@ class ExprCoder:
     def index_code(self, indices: tuple[ir.Expr, ...], temps=None,
                    ref: ir.ArrayRef | None = None) -> str:
         codes = [self.code(i, temps) for i in indices]
-        if self.debug and ref is not None:
+        if not self.debug:
+            codes = [self.unsigned(i, c) for i, c in zip(indices, codes)]
+        elif ref is not None:
             site = self.site
             where = (f"{self.kernel.name}|{site.file if site else ''}|{site.line if site else 0}|"
                      f"{site.text if site else ''}|{ref.param}")
@@ -94,6 +98,13 @@ class ExprCoder:
             codes = [f"rt_check_index({c}, {ref.param}.shape[{k}], {k}, {where!r})"
                      for k, c in enumerate(codes)]
         return ", ".join(codes)
+
+    def unsigned(self, index: ir.Expr, code: str) -> str:
+        """``code`` as an unsigned index when ``index`` is provably >= 0: Numba then skips its
+        negative-index wraparound, and LLVM sees consecutive accesses (``signs.py``)."""
+        if getattr(index.type, "kind", None) == "int" and is_nonnegative(index, self.nonnegative):
+            return f"uint64({code})"
+        return code
 
     def code(self, e: ir.Expr, temps: dict | None = None) -> str:
         """Inline spelling of ``e``; nodes found in ``temps`` are replaced by their temporary."""

@@ -1,0 +1,103 @@
+"""Which integer values in a kernel can never be negative.
+
+Numba wraps a negative signed index around (``a[-1]`` is the last element), a select that hides
+from LLVM that ``a[i]`` and ``a[i + 1]`` are neighbours: loops then use gathers and scatters, and
+a loop that reads and adds into the same array is not vectorized at all. Warp has no negative
+indices (they are out of bounds, caught by debug mode), so an index proved non-negative here is
+written unsigned, which Numba does not wrap.
+
+The proof is a greatest fixed point over the kernel's assignments: a local is non-negative when
+every value ever assigned to it is, assuming the same of the locals those values read. Overflow
+is not considered: an index that overflows is out of bounds either way.
+"""
+
+from __future__ import annotations
+
+from .. import dtypes
+from ..frontend import ir
+
+# Builtins whose integer result is >= 0 when the listed arguments are (None: all of them).
+_ALL = None
+_NONNEGATIVE_WHEN = {
+    "add": _ALL, "mul": _ALL, "div": _ALL, "floordiv": _ALL, "min": _ALL, "bit_or": _ALL,
+    "mod": (0,),  # C remainder: the sign of the dividend
+    "rshift": (0,),
+    "clamp": (1, 2),  # clamp(x, lo, hi) lies in [lo, hi] (Warp: lo when hi < lo)
+}
+_EITHER = {"max", "bit_and"}  # >= 0 when any argument is
+_THREAD_INDICES = frozenset({"tid0", "tid1", "tid2", "tid3", "tidflat"})  # generated names
+
+
+def nonnegative_locals(kernel: ir.KernelIR) -> frozenset[str]:
+    """Integer locals of ``kernel`` that are >= 0 wherever they are read."""
+    candidates = {name for name, t in kernel.locals.items() if dtypes.is_int(t)}
+    bindings: dict[str, list[ir.Expr | None]] = {name: [] for name in candidates}
+    for s in _all_statements(kernel.body):
+        for name, value in _bindings(s):
+            if name in bindings:
+                bindings[name].append(value)
+    candidates = {name for name in candidates if bindings[name]}
+    changed = True
+    while changed:
+        changed = False
+        for name in sorted(candidates):
+            if not all(v is not None and is_nonnegative(v, candidates) for v in bindings[name]):
+                candidates.discard(name)
+                changed = True
+    return frozenset(candidates)
+
+
+def is_nonnegative(e: ir.Expr, nonnegative: frozenset[str] | set[str]) -> bool:
+    """``e`` (an integer expression) is >= 0, given the locals in ``nonnegative`` are."""
+    if not dtypes.is_int(e.type):
+        return False
+    if e.type.kind == "uint":  # type: ignore[attr-defined]
+        return True
+    if isinstance(e, ir.Const):
+        return isinstance(e.value, (int, bool)) and e.value >= 0
+    if isinstance(e, ir.Var):
+        return e.name in nonnegative or e.name in _THREAD_INDICES
+    if isinstance(e, ir.Shape):
+        return True
+    if isinstance(e, ir.Cast):
+        source, target = e.value.type, e.type
+        if not dtypes.is_int(source) or not is_nonnegative(e.value, nonnegative):
+            return False
+        width = source._np(0).itemsize  # type: ignore[attr-defined]
+        target_width = target._np(0).itemsize  # type: ignore[attr-defined]
+        return target_width > width or (target_width == width and source.kind == "int")
+    if isinstance(e, ir.Call):
+        key = e.builtin.key
+        if key in _EITHER:
+            return any(is_nonnegative(a, nonnegative) for a in e.args)
+        if key in _NONNEGATIVE_WHEN:
+            positions = _NONNEGATIVE_WHEN[key] or range(len(e.args))
+            return all(is_nonnegative(e.args[k], nonnegative) for k in positions)
+    return False
+
+
+def _all_statements(stmts: list[ir.Stmt]):
+    """Every statement, custom gradients' replay and gradient bodies included."""
+    for s in ir.walk_stmts(stmts):
+        yield s
+        if isinstance(s, ir.CustomCall):
+            yield from _all_statements(s.replay_body or [])
+            yield from _all_statements(s.grad_body)
+
+
+def _bindings(s: ir.Stmt):
+    """(local, value or None for 'unknown') for every local that statement ``s`` itself sets."""
+    if isinstance(s, ir.Assign):
+        yield s.target, s.value
+    elif isinstance(s, ir.For):
+        step = s.step
+        increasing = isinstance(step, ir.Const) and isinstance(step.value, int) and step.value > 0
+        yield s.var, s.start if increasing else None
+    elif isinstance(s, ir.Atomic) and s.result is not None:
+        yield s.result, None
+    elif isinstance(s, ir.CustomCall):
+        for name in s.results:
+            yield name, None
+    elif isinstance(s, ir.GradOf):
+        for name in (s.result, *s.grads):
+            yield name, None

@@ -1,0 +1,95 @@
+"""Indices proved non-negative (``codegen/signs.py``) are written unsigned; the others keep
+Numba's negative-index wraparound, and results are the same either way."""
+
+import numpy as np
+
+import difftape as wp
+from difftape._src.codegen.signs import nonnegative_locals
+
+
+@wp.kernel
+def mixed_signs(x: wp.array(dtype=float), y: wp.array(dtype=float), shift: int):
+    i = wp.tid()
+    n = x.shape[0]
+    left = wp.max(i - 1, 0)       # max with a non-negative operand
+    right = wp.min(i + 1, n - 1)  # n - 1 may be -1
+    back = i - shift              # any sign
+    half = i // 2 + i % 3
+    total = float(0.0)
+    for k in range(3):            # 0, 1, 2
+        total += x[k]
+    for m in range(-1, 1):        # starts below zero
+        total += x[m + 1]
+    flip = i
+    if i > 2:
+        flip = -i                 # a second, negative assignment
+    y[i] = x[left] + x[right] + x[back] + x[half] + total + x[flip % n]
+
+
+def _nonnegative_user_names(kernel) -> set[str]:
+    return {name for name in nonnegative_locals(kernel.ir) if not name.startswith("var_")}
+
+
+def test_which_locals_are_proved_nonnegative():
+    proved = _nonnegative_user_names(mixed_signs)
+    assert {"i", "n", "left", "half", "k"} <= proved
+    assert not proved & {"right", "back", "m", "flip"}
+
+
+def test_generated_indices():
+    source = mixed_signs.source()
+    assert "x[uint64(left)]" in source and "y[uint64(i)]" in source
+    assert "x[uint64(k)]" in source and "x[uint64(half)]" in source
+    for signed in ("right", "back", "int32(m", "int32(wp_mod_1(flip"):
+        assert f"x[{signed}" in source and f"uint64({signed}" not in source, signed
+
+
+def test_debug_mode_checks_signed_indices():
+    saved = wp.config.mode
+    wp.config.mode = "debug"
+    try:
+        source = mixed_signs.source()
+    finally:
+        wp.config.mode = saved
+    assert "rt_check_index(left," in source and "uint64(" not in source
+
+
+def test_results_match_numpy_with_wraparound_where_signed():
+    n, shift = 9, 2
+    xs = np.arange(1.0, n + 1.0, dtype=np.float32) ** 1.5
+    x = wp.array(xs, dtype=float)
+    y = wp.zeros(n, dtype=float)
+    wp.launch(mixed_signs, dim=n, inputs=[x, y, shift])
+    expected = []
+    for i in range(n):
+        total = xs[0] + xs[1] + xs[2] + xs[0] + xs[1]
+        flip = -i if i > 2 else i
+        rem = int(np.fmod(flip, n))  # C remainder: negative for negative flip → wraps
+        expected.append(xs[max(i - 1, 0)] + xs[min(i + 1, n - 1)] + xs[i - shift]
+                        + xs[i // 2 + i % 3] + total + xs[rem])
+    np.testing.assert_allclose(y.numpy(), np.float32(expected), rtol=1e-6)
+
+
+@wp.kernel
+def gather_scatter(x: wp.array(dtype=float), idx: wp.array(dtype=int),
+                   y: wp.array(dtype=float)):
+    i = wp.tid()
+    j = idx[i]  # loaded from memory: any sign
+    y[i] = x[j] * x[i]
+
+
+def test_gradients_through_unsigned_and_signed_indices():
+    rng = np.random.default_rng(3)
+    x = wp.array(rng.uniform(-1, 1, 16).astype(np.float32), dtype=float, requires_grad=True)
+    idx = wp.array(rng.integers(0, 16, 16).astype(np.int32), dtype=int)
+    y = wp.zeros(16, dtype=float, requires_grad=True)
+    source = gather_scatter.source(adjoint=True)
+    assert "adj_x[j]" in source and "adj_x[uint64(i)]" in source
+    tape = wp.Tape()
+    with tape:
+        wp.launch(gather_scatter, dim=16, inputs=[x, idx], outputs=[y])
+    tape.backward(grads={y: wp.ones_like(y)})
+    xs, js = x.numpy().astype(np.float64), idx.numpy()
+    expected = xs[js].copy()
+    np.add.at(expected, js, xs)
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-6)
