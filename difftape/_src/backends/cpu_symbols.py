@@ -6,11 +6,51 @@ each name is built on first use from the builtin's registry record (never from a
 
 from __future__ import annotations
 
+import hashlib
+import os
+import types
+
 from numba import njit
 
 from ..ops import registry
+from ..version import __version__ as _difftape_version
+from . import cpu_trig  # noqa: F401 - compiles the rules' trig.sin/cos (float32: vectorizable)
 
 _compiled: dict[str, object] = {}
+_RUNTIME_STAMP: str | None = None
+
+
+def runtime_stamp() -> str:
+    """A hash of the code compiled kernels contain besides their own module: runtime helpers,
+    builtin rules and what the rules inline. Numba's cache checks only a function's own source
+    file's date, so this hash names cached generated modules and rules instead."""
+    global _RUNTIME_STAMP
+    if _RUNTIME_STAMP is None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        ops = os.path.join(os.path.dirname(here), "ops")
+        files = [os.path.join(here, name)
+                 for name in ("cpu_runtime.py", "cpu_symbols.py", "cpu_trig.py")]
+        if os.path.isdir(ops):
+            files += sorted(os.path.join(ops, f) for f in os.listdir(ops) if f.endswith(".py"))
+        digest = hashlib.sha256()
+        try:
+            for path in files:
+                with open(path, "rb") as f:
+                    digest.update(f.read())
+        except OSError:  # sources not on disk (a zipped install): the version must do
+            digest.update(_difftape_version.encode())
+        _RUNTIME_STAMP = digest.hexdigest()
+    return _RUNTIME_STAMP
+
+
+def _stamped(fn):
+    """A copy of ``fn`` whose Numba cache entry carries the runtime stamp in its name, so that a
+    rule cached before ``cpu_trig.py`` (say) changed is not reused."""
+    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                              fn.__closure__)
+    copy.__qualname__ = f"{fn.__qualname__}_{runtime_stamp()[:16]}"
+    copy.__doc__ = fn.__doc__
+    return copy
 
 
 def __getattr__(name: str):
@@ -22,5 +62,5 @@ def __getattr__(name: str):
     if fn is None:
         raise AttributeError(f"no builtin symbol {name!r}")
     # error_model="numpy": x/0 gives inf/nan as in Warp, instead of raising.
-    _compiled[name] = njit(cache=True, error_model="numpy")(fn)
+    _compiled[name] = njit(cache=True, error_model="numpy")(_stamped(fn))
     return _compiled[name]

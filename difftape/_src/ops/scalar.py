@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from .. import dtypes
+from . import trig
 from .registry import Float, Int, builtin
 
 _TWO_52 = 4503599627370496.0  # every float with |x| >= 2**52 is an integer
@@ -343,24 +344,24 @@ def adj_log10(x, ret, adj_ret):
          reference=np.sin)
 def sin(x):
     """Return the sine of ``x`` in radians."""
-    return math.sin(x)
+    return trig.sin(x)
 
 
 @sin.set_adjoint
 def adj_sin(x, ret, adj_ret):
-    return (math.cos(x) * adj_ret,)
+    return (trig.cos(x) * adj_ret,)
 
 
 @builtin(group="Scalar Math", inputs={"x": Float}, output=Float, sample={"x": (-3.0, 3.0)},
          reference=np.cos)
 def cos(x):
     """Return the cosine of ``x`` in radians."""
-    return math.cos(x)
+    return trig.cos(x)
 
 
 @cos.set_adjoint
 def adj_cos(x, ret, adj_ret):
-    return (-math.sin(x) * adj_ret,)
+    return (-trig.sin(x) * adj_ret,)
 
 
 @builtin(group="Scalar Math", inputs={"x": Float}, output=Float, sample={"x": (-1.2, 1.2)},
@@ -373,7 +374,7 @@ def tan(x):
 @tan.set_adjoint
 def adj_tan(x, ret, adj_ret):
     # Warp: g / cos²(x), and 0 where cos(x) == 0.
-    c = math.cos(x)
+    c = trig.cos(x)
     if c == 0.0:
         return (0.0,)
     return (adj_ret / (c * c),)

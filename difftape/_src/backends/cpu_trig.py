@@ -1,0 +1,154 @@
+"""Float32 sine and cosine for generated CPU code, with no branches and no calls, so that LLVM
+vectorizes the loops that use them.
+
+libm's ``sinf`` is one call per element with branches on the argument's size; a kernel loop that
+calls it cannot be vectorized. Here the float32 argument ``x = M * 2**E`` (``M`` an integer of at
+most 24 bits) is reduced modulo pi/2 in double precision with a table row per float32 exponent:
+the row holds ``(2**E * 2/pi) mod 4`` split into three doubles, the first two with 29 significant
+bits so that ``M`` times them is exact. The quotient's fractional part is then accurate to about
+2**-86 absolutely, for every finite float32 however large (Payne–Hanek reduction without the
+loop). Sine and cosine of the remainder (``|r| <= pi/4``) come from Taylor polynomials of degree
+13 and 14 evaluated in double, accurate to ~2**-45, so the float32 result is correctly rounded
+except within ~2**-45 of a rounding midpoint (tests/ops/test_cpu_trig.py measures max 0.5 ulp).
+
+float64 arguments keep libm's ``sin``/``cos``.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+from llvmlite import ir
+from numba import float32, float64, int64, njit, types, uint32
+from numba.extending import intrinsic, overload
+
+from ..ops import trig
+
+_PRECISION = 320  # bits of 2/pi after the binary point: enough for exponents up to 2**104
+
+
+def _pi_scaled(bits: int) -> int:
+    """floor(pi * 2**bits), by Machin's formula in integer arithmetic (64 guard bits)."""
+    one = 1 << (bits + 64)
+
+    def arctan_inverse(n: int) -> int:
+        total, power, k, sign = 0, one // n, 1, 1
+        while power:
+            total += sign * (power // k)
+            power //= n * n
+            k, sign = k + 2, -sign
+        return total
+
+    return (16 * arctan_inverse(5) - 4 * arctan_inverse(239)) >> 64
+
+
+def _split(value: Fraction) -> tuple[float, float, float]:
+    """``value`` as ``hi + mid + lo``: ``hi`` and ``mid`` truncated to 29 significant bits (an
+    integer below 2**24 times them is exact in double), ``lo`` the rest rounded to double."""
+    parts = []
+    for _ in range(2):
+        if value == 0:
+            parts.append(0.0)
+            continue
+        exponent = math.frexp(float(value))[1] - 29  # unit of the 29th significant bit
+        scale = Fraction(2) ** exponent
+        head = math.floor(value / scale) * scale
+        parts.append(float(head))
+        value -= head
+    parts.append(float(value))
+    return tuple(parts)
+
+
+def _reduction_table() -> np.ndarray:
+    """Rows ``(2**E * 2/pi) mod 4`` in three parts, indexed by a float32's exponent field
+    (``E = max(field, 1) - 150``, the weight of the last bit of its 24-bit integer significand);
+    NaN for the infinity/NaN field, so that those inputs give NaN."""
+    two_over_pi = Fraction(1 << (_PRECISION + 1), _pi_scaled(_PRECISION))
+    table = np.full((3, 256), np.nan)
+    for field in range(255):
+        a = two_over_pi * Fraction(2) ** (max(field, 1) - 150)
+        a -= 4 * math.floor(a / 4)
+        table[:, field] = _split(a)
+    return table
+
+
+_ROWS = _reduction_table()
+_A0, _A1, _A2 = (np.ascontiguousarray(row) for row in _ROWS)
+_HALF_PI = math.pi / 2
+_SIN = tuple((-1) ** k / math.factorial(2 * k + 1) for k in range(7))  # x, x^3 ... x^13
+_COS = tuple((-1) ** k / math.factorial(2 * k) for k in range(8))  # 1, x^2 ... x^14
+
+
+@intrinsic
+def _float32_bits(typingctx, x):
+    if x != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+
+    return types.uint32(types.float32), codegen
+
+
+@njit(inline="always")
+def _reduce(x):
+    """``(r, q, negative)``: ``|x| = r + q * pi/2`` with ``|r| <= pi/4`` (``r`` in double,
+    only ``q mod 4`` meaningful) and the sign bit of ``x``."""
+    bits = _float32_bits(x)
+    field = (bits >> 23) & 0xFF
+    significand = float64((bits & 0x7FFFFF) | (uint32(0x800000) if field != 0 else uint32(0)))
+    s0 = significand * _A0[field]  # exact, as is every step up to `fraction`'s last addition
+    s0 -= 4.0 * np.floor(s0 * 0.25)
+    s1 = significand * _A1[field]
+    quadrant = np.rint(s0 + s1)
+    fraction = ((s0 - quadrant) + s1) + significand * _A2[field]
+    return fraction * _HALF_PI, int64(quadrant), bits >> 31
+
+
+@njit(inline="always")
+def _sine_cosine(r):
+    r2 = r * r
+    s = r + r * r2 * (_SIN[1] + r2 * (_SIN[2] + r2 * (_SIN[3] + r2 * (
+        _SIN[4] + r2 * (_SIN[5] + r2 * _SIN[6])))))
+    c = 1.0 + r2 * (_COS[1] + r2 * (_COS[2] + r2 * (_COS[3] + r2 * (
+        _COS[4] + r2 * (_COS[5] + r2 * (_COS[6] + r2 * _COS[7]))))))
+    return s, c
+
+
+@njit(inline="always")
+def sin32(x):
+    """Sine of a float32, correctly rounded but for rare ties (see the module docstring)."""
+    r, quadrant, negative = _reduce(x)
+    s, c = _sine_cosine(r)
+    value = c if quadrant & 1 else s
+    if (quadrant & 2) != (negative << 1):  # sin(-x) = -sin(x)
+        value = -value
+    return float32(value)
+
+
+@njit(inline="always")
+def cos32(x):
+    """Cosine of a float32, correctly rounded but for rare ties (see the module docstring)."""
+    r, quadrant, _ = _reduce(x)
+    s, c = _sine_cosine(r)
+    quadrant += 1  # cos(t) = sin(t + pi/2)
+    value = c if quadrant & 1 else s
+    if quadrant & 2:
+        value = -value
+    return float32(value)
+
+
+@overload(trig.sin, inline="always")
+def _sin(x):
+    if x == types.float32:
+        return lambda x: sin32(x)
+    return lambda x: math.sin(x)
+
+
+@overload(trig.cos, inline="always")
+def _cos(x):
+    if x == types.float32:
+        return lambda x: cos32(x)
+    return lambda x: math.cos(x)

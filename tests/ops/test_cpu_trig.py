@@ -1,0 +1,139 @@
+"""Float32 sin/cos of the CPU backend (``backends/cpu_trig.py``): correctly rounded over the whole
+float32 range, IEEE special values, the same in kernels as in Python scope, and vectorized."""
+
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from numba import njit
+
+import difftape as wp
+from difftape._src.backends.cpu_trig import cos32, sin32
+
+
+@njit(cache=False)
+def _sines(x, out):
+    for i in range(x.shape[0]):
+        out[i] = sin32(x[i])
+
+
+@njit(cache=False)
+def _cosines(x, out):
+    for i in range(x.shape[0]):
+        out[i] = cos32(x[i])
+
+
+def _hard_reductions() -> np.ndarray:
+    """Float32 values nearest to multiples of pi/2, where the reduced argument cancels most."""
+    k = np.unique(np.concatenate([np.arange(1, 4000), np.geomspace(4000, 1e30, 4000).round()]))
+    return (k * (math.pi / 2)).astype(np.float32)
+
+
+def _sample() -> np.ndarray:
+    rng = np.random.default_rng(7)
+    bits = rng.integers(0, 2**32, 1_000_000, dtype=np.uint64).astype(np.uint32)
+    every_exponent = bits.view(np.float32)
+    moderate = rng.uniform(-20.0, 20.0, 300_000).astype(np.float32)
+    x = np.concatenate([every_exponent, moderate, _hard_reductions(), -_hard_reductions()])
+    return x[np.isfinite(x)]
+
+
+def _ulp_errors(got: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    ulp = np.spacing(np.abs(exact.astype(np.float32))).astype(np.float64)
+    return np.abs(got.astype(np.float64) - exact) / ulp
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_correctly_rounded_over_the_float32_range(name):
+    x = _sample()
+    got = np.empty_like(x)
+    (_sines if name == "sin" else _cosines)(x, got)
+    exact = getattr(np, name)(x.astype(np.float64))
+    errors = _ulp_errors(got, exact)
+    worst = int(np.argmax(errors))
+    # Correct rounding is 0.5 ulp; the float64 reference itself is off by up to 2**-53.
+    assert errors[worst] <= 0.5 + 1e-6, (name, x[worst], got[worst], exact[worst])
+
+
+def test_special_values():
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1e-38, 3.4028235e38,
+                  -3.4028235e38], np.float32)
+    s, c = np.empty_like(x), np.empty_like(x)
+    _sines(x, s)
+    _cosines(x, c)
+    assert s[0] == 0.0 and not np.signbit(s[0]) and s[1] == 0.0 and np.signbit(s[1])
+    assert np.isnan(s[2:5]).all() and np.isnan(c[2:5]).all()
+    assert s[5] == x[5] and s[6] == x[6] and s[7] == x[7]  # sin(x) = x below 2**-12
+    assert (c[[0, 1, 5, 6, 7]] == 1.0).all()
+    big = x[8:].astype(np.float64)
+    np.testing.assert_array_equal(s[8:], np.sin(big).astype(np.float32))
+    np.testing.assert_array_equal(c[8:], np.cos(big).astype(np.float32))
+
+
+@wp.kernel
+def _trig_kernel(x: wp.array(dtype=float), s: wp.array(dtype=float), c: wp.array(dtype=float)):
+    i = wp.tid()
+    s[i] = wp.sin(x[i])
+    c[i] = wp.cos(x[i])
+
+
+@wp.kernel
+def _trig_kernel64(x: wp.array(dtype=wp.float64), s: wp.array(dtype=wp.float64),
+                   c: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    s[i] = wp.sin(x[i])
+    c[i] = wp.cos(x[i])
+
+
+def test_kernels_agree_with_python_scope_and_float64_keeps_libm():
+    values = np.concatenate([np.linspace(-7.0, 7.0, 101), [1e6, -3e9, 1e30]])
+    x = wp.array(values.astype(np.float32), dtype=float)
+    s, c = wp.zeros_like(x), wp.zeros_like(x)
+    wp.launch(_trig_kernel, dim=len(values), inputs=[x], outputs=[s, c])
+    for k, v in enumerate(x.numpy()):
+        assert s.numpy()[k] == np.float32(wp.sin(wp.float32(v)))
+        assert c.numpy()[k] == np.float32(wp.cos(wp.float32(v)))
+    x64 = wp.array(values, dtype=wp.float64)
+    s64, c64 = wp.zeros_like(x64), wp.zeros_like(x64)
+    wp.launch(_trig_kernel64, dim=len(values), inputs=[x64], outputs=[s64, c64])
+    np.testing.assert_array_equal(s64.numpy(), [math.sin(v) for v in values])
+    np.testing.assert_array_equal(c64.numpy(), [math.cos(v) for v in values])
+
+
+_VECTORIZED = textwrap.dedent("""
+    import re
+    import difftape as wp
+
+    @wp.kernel
+    def scaled_sine(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = wp.sin(x[i]) * x[i]
+
+    x = wp.array(list(range(64)), dtype=float, requires_grad=True)
+    y = wp.zeros_like(x)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(scaled_sine, dim=64, inputs=[x], outputs=[y])
+    tape.backward(grads={y: wp.ones_like(y)})
+    program = scaled_sine.program(1)
+    for fn in (program.forward, program.adjoint):
+        ir = next(iter(fn.inspect_llvm().values()))
+        body = ir.split("define", 2)[1]  # the kernel function itself, not its Python wrapper
+        print(bool(re.search(r"llvm\\.rint\\.v\\d+f64", body)), bool(re.search(r"sinf|llvm\\.sin", body)))
+""")
+
+
+def test_float32_sine_loops_vectorize(tmp_path):
+    """Forward and adjoint loops over wp.sin of a float32 array use SIMD rounding (the argument
+    reduction), with no libm call left: a fresh cache, since Numba cannot inspect cached code."""
+    env = dict(os.environ, DIFFTAPE_CACHE_DIR=str(tmp_path / "kernels"),
+               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    script = tmp_path / "scaled_sine.py"
+    script.write_text(_VECTORIZED)
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                         text=True, check=True).stdout.split("\n")
+    assert out[:2] == ["True False", "True False"], out
