@@ -151,9 +151,9 @@ def chunk_counts(monkeypatch):
     counts = []
     run = chunks.run
 
-    def spy(fn, dims, args, views, count):
+    def spy(fn, dims, args, views, count, margin=0):
         counts.append(count)
-        return run(fn, dims, args, views, count)
+        return run(fn, dims, args, views, count, margin)
 
     monkeypatch.setattr(chunks, "run", spy)
     return counts

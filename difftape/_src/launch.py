@@ -7,6 +7,7 @@ was given. The Tape calls ``run_adjoint`` directly, so ``backward()`` never reco
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -304,34 +305,68 @@ def _adjoint_slot(kernel: Kernel, plan: LaunchPlan, k: int, path, leaf, value, a
 REPLICA_ELEMENTS_PER_THREAD = 8
 
 
-def _threading(kernel: Kernel, total: int, rows: int, adjoint: bool,
-               receiver) -> tuple[bool, int]:
-    """(atomic variant, number of chunks) for one launch, from ``config.cpu_parallel``:
-    "serial"; "parallel" (atomics at scatter sites); "replicate" (per-chunk copies of the
-    arrays scatter sites add into; atomics where a site is not a plain add); or "auto": launches
-    of at least ``parallel_threshold`` threads run on every thread when no thread may update an
-    element another updates, or when per-chunk copies of those arrays are small next to the
-    launch; serially otherwise (on few cores, scattered float atomics cost more than a second
-    core gives back, PERF-NOTES §3). ``receiver(symbol)`` is the array a scatter site adds into
-    in this launch and whether it receives anything (False: an absent adjoint's stand-in)."""
+@dataclass(frozen=True)
+class Threading:
+    """How one launch runs: ``chunks`` row ranges (1: serially); ``atomic``: the variant with
+    atomics at scatter sites; ``banded``: scatter arrays every chunk adds into directly, their
+    sites staying within ``margin`` rows of the thread's row (chunks.run keeps rows that close
+    to a neighbouring chunk for a second, serial pass)."""
+
+    atomic: bool = False
+    chunks: int = 1
+    banded: frozenset[str] = frozenset()
+    margin: int = 0
+
+
+_SERIAL = Threading()
+
+
+def _threading(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool, receiver,
+               shape_of) -> Threading:
+    """How to run one launch, from ``config.cpu_parallel``: "serial"; "parallel" (atomics at
+    scatter sites); "replicate" (per-chunk copies of the arrays scatter sites add into, or row
+    bands where every site stays near its row; atomics where a site is not a plain add); or
+    "auto": launches of at least ``parallel_threshold`` threads run on every thread when no
+    thread may update an element another updates, when row bands separate the updates, or when
+    per-chunk copies of the arrays updated are small next to the launch; serially otherwise (on
+    few cores, scattered float atomics cost more than a second core gives back, PERF-NOTES §3).
+    ``receiver(symbol)`` is the array a scatter site adds into in this launch and whether it
+    receives anything (False: an absent adjoint's stand-in); ``shape_of(symbol, axis)`` the
+    shape of an array argument."""
     mode = config.cpu_parallel
     if config.deterministic or mode == "serial":  # parallel sums add in a varying order
-        return False, 1
+        return _SERIAL
     if mode == "auto" and total < config.parallel_threshold:
-        return False, 1
+        return _SERIAL
+    rows = dims[0]
     chunks = min(rows, numba.get_num_threads())
     if chunks <= 1:
-        return False, 1
+        return _SERIAL
     if mode == "parallel":
-        return True, chunks
+        return Threading(True, chunks)
     sites = kernel.scatter_sites()[adjoint]
-    live = [(receiver(symbol), replicable) for symbol, replicable in sites.items()]
-    live = [(a, replicable) for (a, receives), replicable in live if receives]
-    if all(replicable for _, replicable in live):
-        copies = sum(a.size for a, _ in live) * chunks
+    live = {symbol: receiver(symbol)[0] for symbol, replicable in sites.items()
+            if receiver(symbol)[1]}
+    if all(sites[symbol] for symbol in live):
+        banded, margin = _bands(kernel.program(len(dims)), adjoint, live, rows, shape_of)
+        copies = sum(a.size for symbol, a in live.items() if symbol not in banded) * chunks
         if mode == "replicate" or copies <= REPLICA_ELEMENTS_PER_THREAD * total:
-            return False, chunks
-    return (True, chunks) if mode == "replicate" else (False, 1)
+            return Threading(False, chunks, banded, margin)
+    return Threading(True, chunks) if mode == "replicate" else _SERIAL
+
+
+def _bands(program: cpu.CpuProgram, adjoint: bool, live, rows: int,
+           shape_of) -> tuple[frozenset[str], int]:
+    """Scatter arrays of this launch that chunks may add into directly, and the margin: those
+    whose sites all keep a row window (``codegen/offsets.py``) and that nothing else in the
+    kernel touches."""
+    banded, margin = set(), 0
+    for view in program.views[adjoint]:
+        w = view.window
+        if view.param in live and view.direct and w is not None and w.holds(rows, shape_of):
+            banded.add(view.param)
+            margin = max(margin, w.hi - w.lo)
+    return frozenset(banded), margin
 
 
 def _reraise(kernel: Kernel, direction: str, program: cpu.CpuProgram, err: BaseException):
@@ -380,21 +415,24 @@ def _execute(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool, a
     assumption, whatever ``cpu_parallel`` asks: with it, adds into one adjoint through two
     parameters could be lost."""
     if _overlapping(arrays):
-        atomic, count, noalias = False, 1, False
+        how, noalias = _SERIAL, False
     else:
-        atomic, count = _threading(kernel, total, dims[0], adjoint, receiver)
+        positions = plan_of(kernel).positions
+        how = _threading(kernel, dims, total, adjoint, receiver,
+                         lambda symbol, axis: args[positions[symbol]].shape[axis])
         noalias = True
-    program = kernel.program(len(dims), atomic, noalias)
+    program = kernel.program(len(dims), how.atomic, noalias)
     fn = program.adjoint if adjoint else program.forward
     views = program.views[adjoint]
     try:
-        if count == 1:  # serial: each view argument is its array itself
+        if how.chunks == 1:  # serial: each view argument is its array itself
             if views:
                 args = args + [receiver(view.param)[0] for view in views]
             fn(0, dims[0], *dims, *args)
         else:
             chunks.run(fn, list(dims), args,
-                       [(*receiver(view.param), view.direct) for view in views], count)
+                       [(*receiver(view.param), view.direct, view.param in how.banded)
+                        for view in views], how.chunks, how.margin)
     except BaseException as err:
         _reraise(kernel, "adjoint" if adjoint else "forward", program, err)
 

@@ -25,6 +25,7 @@ from ..codegen.activity import analyze, scatter_sites
 from ..codegen.adjoint import AdjointWriter
 from ..codegen.emitter import SourceBuilder
 from ..codegen.forward import ForwardWriter
+from ..codegen.offsets import RowWindow, definitions, row_window
 from ..codegen.structure import structure
 from ..errors import InternalError
 from ..frontend import ir
@@ -65,6 +66,9 @@ class ReplicaView:
     array: str  # generated-code name (``f``, or ``adj_x`` in adjoints)
     param: str  # the kernel parameter symbol it belongs to
     direct: bool
+    # Every site's first index stays this close to the thread's launch row (offsets.py): row
+    # bands far enough apart may then add into the array itself at the same time.
+    window: RowWindow | None = None
 
 
 @dataclass
@@ -199,7 +203,9 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
         options.append("boundscheck=True")
     if variant.fast_math:
         options.append("fastmath={'contract', 'arcp', 'nsz', 'afn', 'reassoc'}")
-    views = [ReplicaView(array, param, _only_through_replica(array, inner, writer))
+    defs = definitions(body, analysis.single_assigned)
+    views = [ReplicaView(array, param, _only_through_replica(array, inner, writer),
+                         _row_window(writer.replica_sites[array], defs, variant.rank))
              for array, param in writer.replicas.items()]
     args += [naming.replica_view(v.array) for v in views]
     out.line(f"@njit({', '.join(options)})")
@@ -246,6 +252,17 @@ def _only_through_replica(array: str, inner: SourceBuilder, writer) -> bool:
         return False
     use = re.compile(rf"(?<![\w.]){re.escape(array)}\b(?!\.shape)")
     return not any(use.search(line) for line in inner.lines if not line.lstrip().startswith("#"))
+
+
+def _row_window(sites: list[tuple[ir.Expr, ...]], defs, rank: int) -> RowWindow | None:
+    """The row window holding every site's first index, or None."""
+    window = None
+    for indices in sites:
+        w = row_window(indices[0], defs, rank)
+        if w is None:
+            return None
+        window = w if window is None else window.join(w)
+    return window
 
 
 def generate_module(kernel: ir.KernelIR, variant: Variant, origin: str) -> str:

@@ -46,7 +46,7 @@ class AdjointWriter(ForwardWriter):
         flag, adj = naming.has_adjoint_flag(p), naming.adjoint_array(p)
         mode = classify_index(ref, indices, self.kernel, self.analysis)
         if p in self.replicated[1]:  # every add into this adjoint goes to the chunk's copy
-            out.line(f"if {flag}: {self.replica(adj, p)}[{idx}] += {g}")
+            out.line(f"if {flag}: {self.replica(adj, p, indices)}[{idx}] += {g}")
         elif mode == UNIFORM:
             out.line(f"{self.private(adj, idx, flag, dtypes.scalar_of(ref.dtype))} += {g}")
         elif mode == SCATTER and self.parallel:

@@ -52,10 +52,12 @@ class ExprCoder:
         # Without atomics, scatter sites add into a per-chunk view of their array
         # (``rep_view_<array>``, a function argument); the launcher sums the views in.
         self.replicas: dict[str, str] = {}  # array's generated name → its parameter symbol
+        self.replica_sites: dict[str, list[tuple[ir.Expr, ...]]] = {}  # array → site indices
         self.counter = 0
 
-    def replica(self, array: str, param: str) -> str:
+    def replica(self, array: str, param: str, indices: tuple[ir.Expr, ...]) -> str:
         self.replicas.setdefault(array, param)
+        self.replica_sites.setdefault(array, []).append(indices)
         return naming.replica_view(array)
 
     def private(self, array: str, index: str, guard: str, t: type) -> str:

@@ -161,7 +161,7 @@ class ForwardWriter(ExprCoder):
         plain_add = s.op in ("add", "sub") and s.result not in self.analysis.read
         sign = "+" if s.op == "add" else "-"
         if self.replicated[0].get(ref) and plain_add:  # the array's adds go to the chunk's copy
-            out.line(f"{self.replica(ref, ref)}[{idx}] {sign}= {value}")
+            out.line(f"{self.replica(ref, ref, s.indices)}[{idx}] {sign}= {value}")
             return
         if mode == UNIFORM and plain_add:
             out.line(f"{self.private(ref, idx, '', t)} {sign}= {value}")
