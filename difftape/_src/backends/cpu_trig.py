@@ -17,7 +17,6 @@ float64 arguments keep libm's ``sin``/``cos``.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numpy as np
 from llvmlite import ir
@@ -44,20 +43,17 @@ def _pi_scaled(bits: int) -> int:
     return (16 * arctan_inverse(5) - 4 * arctan_inverse(239)) >> 64
 
 
-def _split(value: Fraction) -> tuple[float, float, float]:
-    """``value`` as ``hi + mid + lo``: ``hi`` and ``mid`` truncated to 29 significant bits (an
-    integer below 2**24 times them is exact in double), ``lo`` the rest rounded to double."""
+def _split(numerator: int, exponent: int) -> tuple[float, float, float]:
+    """``numerator * 2**exponent`` as ``hi + mid + lo``: ``hi`` and ``mid`` truncated to 29
+    significant bits (an integer below 2**24 times them is exact in double), ``lo`` the rest
+    rounded to double."""
     parts = []
     for _ in range(2):
-        if value == 0:
-            parts.append(0.0)
-            continue
-        exponent = math.frexp(float(value))[1] - 29  # unit of the 29th significant bit
-        scale = Fraction(2) ** exponent
-        head = math.floor(value / scale) * scale
-        parts.append(float(head))
-        value -= head
-    parts.append(float(value))
+        drop = max(numerator.bit_length() - 29, 0)
+        head = numerator >> drop
+        parts.append(math.ldexp(head, drop + exponent))
+        numerator -= head << drop
+    parts.append(math.ldexp(float(numerator), exponent))
     return tuple(parts)
 
 
@@ -65,12 +61,11 @@ def _reduction_table() -> np.ndarray:
     """Rows ``(2**E * 2/pi) mod 4`` in three parts, indexed by a float32's exponent field
     (``E = max(field, 1) - 150``, the weight of the last bit of its 24-bit integer significand);
     NaN for the infinity/NaN field, so that those inputs give NaN."""
-    two_over_pi = Fraction(1 << (_PRECISION + 1), _pi_scaled(_PRECISION))
+    two_over_pi = (1 << (2 * _PRECISION + 1)) // _pi_scaled(_PRECISION)  # 2/pi * 2**_PRECISION
     table = np.full((3, 256), np.nan)
     for field in range(255):
-        a = two_over_pi * Fraction(2) ** (max(field, 1) - 150)
-        a -= 4 * math.floor(a / 4)
-        table[:, field] = _split(a)
+        shift = _PRECISION - (max(field, 1) - 150)  # 2**E * 2/pi = two_over_pi / 2**shift
+        table[:, field] = _split(two_over_pi % (1 << (shift + 2)), -shift)  # mod 4 = 2**2
     return table
 
 
