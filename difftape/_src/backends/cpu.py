@@ -26,6 +26,8 @@ from ..codegen.adjoint import AdjointWriter
 from ..codegen.emitter import SourceBuilder
 from ..codegen.forward import ForwardWriter
 from ..codegen.offsets import RowWindow, definitions, row_window
+from ..codegen.signs import nonnegative_locals
+from ..codegen.splits import Split, interior_split
 from ..codegen.structure import structure
 from ..errors import InternalError
 from ..frontend import ir
@@ -101,15 +103,43 @@ def _register_noalias_option() -> str | None:
 NOALIAS_OPTION = _register_noalias_option()
 
 
-def _thread_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, stacks: list[str]):
-    """Open the per-thread loop nest over this chunk's rows ``lo:hi`` of the first dimension."""
+def _thread_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, stacks: list[str],
+                  split: Split | None, bodies: list[list[str]]) -> None:
+    """The per-thread loop nest over this chunk's rows ``lo:hi`` of the first dimension, each
+    thread running ``bodies[0]``; with a split, the innermost dimension's interior threads run
+    ``bodies[1]`` (``codegen/splits.py``), in a loop of their own before the edge threads."""
     for line in stacks:
         out.line(line)
-    out.line("for t0 in range(lo, hi):")
-    out.level += 1
-    for k in range(1, variant.rank):
+    last = variant.rank - 1
+    if last > 0:
+        out.line("for t0 in range(lo, hi):")
+        out.level += 1
+    for k in range(1, last):
         out.line(f"for t{k} in range(dim{k}):")
         out.level += 1
+    start, stop = ("lo", "hi") if last == 0 else ("0", f"dim{last}")
+    if split is None:
+        with out.block(f"for t{last} in range({start}, {stop}):"):
+            _thread_body(kernel, variant, out, bodies[0])
+        return
+    lower = ", ".join(str(k) for k in split.lower)
+    ends = [f"{param}.shape[{axis}]{_plus(offset + 1)}" if param is not None else str(offset + 1)
+            for param, axis, offset in split.upper]
+    out.line(f"rt_inner_lo = max({start}, {lower})" if lower else f"rt_inner_lo = {start}")
+    out.line(f"rt_inner_hi = max(rt_inner_lo, min({', '.join([stop] + ends)}))")
+    with out.block(f"for t{last} in range(rt_inner_lo, rt_inner_hi):"):
+        _thread_body(kernel, variant, out, bodies[1])
+    with out.block(f"for rt_edge in range({stop} - {start} - (rt_inner_hi - rt_inner_lo)):"):
+        out.line(f"t{last} = {start} + rt_edge")
+        out.line(f"if t{last} >= rt_inner_lo: t{last} += rt_inner_hi - rt_inner_lo")
+        _thread_body(kernel, variant, out, bodies[0])
+
+
+def _plus(offset: int) -> str:
+    return f" + {offset}" if offset > 0 else f" - {-offset}" if offset < 0 else ""
+
+
+def _thread_body(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, lines: list[str]):
     for k, _ in enumerate(kernel.tid_vars):
         out.line(f"tid{k} = int32(t{k})")
     if kernel.tid_flat:
@@ -117,6 +147,8 @@ def _thread_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, sta
         for k in range(1, variant.rank):
             flat = f"({flat} * dim{k} + t{k})"
         out.line(f"tidflat = int32({flat})")
+    for line in lines:
+        out.line(line)
 
 
 _NARROW_FLOATS = (dtypes.float32, dtypes.float16)  # float16 scalars compute as float32
@@ -128,22 +160,34 @@ def _scalar_param_copies(kernel: ir.KernelIR, body: list[ir.Stmt]) -> set[str]:
     return {s.target for s in ir.walk_stmts(body) if isinstance(s, ir.Assign)} & scalars
 
 
-def _write_body(kernel: ir.KernelIR, body: list[ir.Stmt], analysis, variant: Variant,
-                adjoint: bool):
+def _write_bodies(kernel: ir.KernelIR, bodies: list[list[ir.Stmt]], analysis,
+                  variant: Variant, adjoint: bool):
+    """One writer over every body (the plain one, and a split's interior copy), so that the
+    bodies share names, constants, replicas and stacks; one builder of code per body."""
     writer_cls = AdjointWriter if adjoint else ForwardWriter
-    sites = None if variant.parallel else scatter_sites(body, kernel, analysis)
+    sites = None if variant.parallel else scatter_sites(bodies[0], kernel, analysis)
     writer = writer_cls(kernel, analysis, variant.parallel, variant.debug, sites)
-    inner = SourceBuilder()
-    if adjoint:
-        inner.line("# replay: recompute the forward values, saving what later code overwrites")
-        writer.write(body, inner, replay=True)
-        inner.line("# reverse: propagate adjoints from the outputs back to the inputs")
-        mark = len(inner.lines)
-        writer.reverse(body, inner)
-        writer.reverse_lines = inner.lines[mark:]
-    else:
-        writer.write(body, inner, replay=False)
-    return writer, inner
+    inners, reverse_lines = [], []
+    plain = writer.nonnegative
+    for k, body in enumerate(bodies):
+        # An interior copy computes the same values where it runs: the plain body's proofs
+        # hold there, and its own find more (``j + 1`` where the plain body had a clamp).
+        writer.nonnegative = plain if k == 0 else plain | nonnegative_locals(kernel, body)
+        writer.in_reverse, writer.depth = False, 0
+        writer.versions.clear()  # accumulators start under their own names in every body
+        inner = SourceBuilder()
+        if adjoint:
+            inner.line("# replay: recompute the forward values, saving what later code overwrites")
+            writer.write(body, inner, replay=True)
+            inner.line("# reverse: propagate adjoints from the outputs back to the inputs")
+            mark = len(inner.lines)
+            writer.reverse(body, inner)
+            reverse_lines += inner.lines[mark:]
+        else:
+            writer.write(body, inner, replay=False)
+        inners.append(inner)
+    writer.reverse_lines = reverse_lines
+    return writer, inners
 
 
 _POP = re.compile(r"^[fi]top -= 1; ")
@@ -166,12 +210,18 @@ def _reverse_reads(lines: list[str]) -> set[str]:
 
 def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint: bool):
     analysis = analyze(body, kernel)
-    writer, inner = _write_body(kernel, body, analysis, variant, adjoint)
+    split = None if variant.debug else interior_split(
+        body, kernel, variant.rank, analysis.single_assigned, analysis.in_loop)
+    bodies = [body]
+    if split is not None:
+        analysis.in_loop |= split.in_loop
+        bodies.append(split.body)
+    writer, inners = _write_bodies(kernel, bodies, analysis, variant, adjoint)
     if adjoint and writer.pushed:
         # Save only what the reverse sweep reads: a second generation leaves out the rest.
         analysis.unsaved = writer.pushed - _reverse_reads(writer.reverse_lines)
         if analysis.unsaved:
-            writer, inner = _write_body(kernel, body, analysis, variant, adjoint)
+            writer, inners = _write_bodies(kernel, bodies, analysis, variant, adjoint)
 
     copies = _scalar_param_copies(kernel, body)
     flat = kernel.flat_params()
@@ -204,7 +254,8 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
     if variant.fast_math:
         options.append("fastmath={'contract', 'arcp', 'nsz', 'afn', 'reassoc'}")
     defs = definitions(body, analysis.single_assigned)
-    views = [ReplicaView(array, param, _only_through_replica(array, inner, writer),
+    lines = [line for inner in inners for line in inner.lines]
+    views = [ReplicaView(array, param, _only_through_replica(array, lines, writer),
                          _row_window(writer.replica_sites[array], defs, variant.rank))
              for array, param in writer.replicas.items()]
     args += [naming.replica_view(v.array) for v in views]
@@ -219,21 +270,21 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
         writer.runtime.update(("rt_fp_control", "rt_set_fp_control"))
         setup.append("rt_fp_saved = rt_fp_control(); "
                      f"rt_set_fp_control(rt_fp_saved | np.uint32({FLUSH_DENORMALS:#x}))")
-    _thread_loops(kernel, variant, out, setup)
+    prologue = SourceBuilder()
     for sym in sorted(copies):
-        out.line(f"{sym} = float32({sym}_in)" if sym in narrowed else f"{sym} = {sym}_in")
+        prologue.line(f"{sym} = float32({sym}_in)" if sym in narrowed else f"{sym} = {sym}_in")
     if writer.uses_fstack:
-        out.line("ftop = 0")
+        prologue.line("ftop = 0")
     if writer.uses_istack:
-        out.line("itop = 0")
+        prologue.line("itop = 0")
     # Only names that may be read before their first assignment get a typed zero: values the
     # replay saves before overwriting, and adjoint accumulators. Defining every temporary up
     # front would make each one a multiply-assigned variable and Numba's SSA pass quadratic.
     declared = {k: v for k, v in {**kernel.locals, **writer.declared}.items()
                 if k in analysis.restored or k.startswith(("adj_", "flag_"))}
-    writer.declarations(out, declared)
-    for line in inner.lines:
-        out.line(line)
+    writer.declarations(prologue, declared)
+    _thread_loops(kernel, variant, out, setup, split,
+                  [prologue.lines + inner.lines for inner in inners])
     out.level = function_level
     if writer.privates:  # flush the chunk's accumulators of thread-invariant sites, once
         writer.runtime.add("rt_atomic_add")
@@ -245,13 +296,13 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
     return out.text(), writer.symbols, writer.rules, writer.runtime, writer.constants, views
 
 
-def _only_through_replica(array: str, inner: SourceBuilder, writer) -> bool:
+def _only_through_replica(array: str, lines: list[str], writer) -> bool:
     """Whether the body touches ``array`` only through its replica view (no loads, stores, direct
     adds or per-chunk flushes): then chunk 0 may add into the array itself without racing."""
     if any(a == array for _, a, _, _, _ in writer.privates):
         return False
     use = re.compile(rf"(?<![\w.]){re.escape(array)}\b(?!\.shape)")
-    return not any(use.search(line) for line in inner.lines if not line.lstrip().startswith("#"))
+    return not any(use.search(line) for line in lines if not line.lstrip().startswith("#"))
 
 
 def _row_window(sites: list[tuple[ir.Expr, ...]], defs, rank: int) -> RowWindow | None:

@@ -28,11 +28,12 @@ _EITHER = {"max", "bit_and"}  # >= 0 when any argument is
 _THREAD_INDICES = frozenset({"tid0", "tid1", "tid2", "tid3", "tidflat"})  # generated names
 
 
-def nonnegative_locals(kernel: ir.KernelIR) -> frozenset[str]:
-    """Integer locals of ``kernel`` that are >= 0 wherever they are read."""
+def nonnegative_locals(kernel: ir.KernelIR, body: list[ir.Stmt] | None = None) -> frozenset[str]:
+    """Integer locals of ``kernel`` that are >= 0 wherever they are read (in ``body``, default
+    the kernel's own)."""
     candidates = {name for name, t in kernel.locals.items() if dtypes.is_int(t)}
     bindings: dict[str, list[ir.Expr | None]] = {name: [] for name in candidates}
-    for s in _all_statements(kernel.body):
+    for s in _all_statements(kernel.body if body is None else body):
         for name, value in _bindings(s):
             if name in bindings:
                 bindings[name].append(value)

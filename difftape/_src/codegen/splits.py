@@ -1,0 +1,171 @@
+"""Index-set splitting of the innermost thread loop, for clamped neighbour indices.
+
+``u[i, max(j - 1, 0)]`` and ``u[i, min(j + 1, m - 1)]`` are not affine in the thread index, so
+LLVM reads them with gathers and cannot tell that iteration ``j``'s adds and iteration ``j + 1``'s
+land next to each other. Away from the edges the clamps do nothing. When the innermost launch
+dimension's thread index ``j`` appears in such clamps, the generated function runs that
+dimension's interior range, where every clamp is known to pass its first operand through, with
+a copy of the body in which the clamps are replaced by that operand; the few edge threads run the
+original body. Each thread computes exactly what it computed before (only the order in which
+threads run changes, which kernels cannot observe).
+
+A clamp qualifies when one operand is ``j + c`` (through single-assigned locals) and the other
+is a constant (``max``, or ``clamp``'s lower bound) or ``a.shape[k] + c`` / a constant (``min``,
+or ``clamp``'s upper bound).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from .. import dtypes
+from ..frontend import ir
+
+Bound = tuple[str | None, int, int]  # (param or None, axis, offset): param.shape[axis] + offset
+
+
+@dataclass
+class Split:
+    """The innermost loop's interior: ``lower <= j <= upper`` for every lower and upper bound
+    (``j`` the thread index ``var``), and the body to run there."""
+
+    var: str  # the generated thread index of the innermost dimension (tid1, tidflat…)
+    lower: list[int]
+    upper: list[Bound]
+    body: list[ir.Stmt]
+    in_loop: set[int]  # id() of the new body's statements that are inside kernel loops
+
+
+def interior_split(body: list[ir.Stmt], kernel: ir.KernelIR, rank: int,
+                   single_assigned: set[str], in_loop: set[int]) -> Split | None:
+    """The split of ``body`` for launches of ``rank`` dimensions, or None (no clamp found)."""
+    if rank == 1:
+        var = "tidflat" if kernel.tid_flat else "tid0" if kernel.tid_vars else None
+    else:
+        var = f"tid{rank - 1}" if len(kernel.tid_vars) == rank else None
+    if var is None:
+        return None
+    defs = {s.target: s.value for s in ir.walk_stmts(body)
+            if isinstance(s, ir.Assign) and s.target in single_assigned}
+    finder = _ClampFinder(var, defs)
+    for s in ir.walk_stmts(body):
+        for root in ir.statement_exprs(s):
+            for e in ir.walk_expr(root):
+                finder.visit(e)
+    if not finder.replace:
+        return None
+    copier = _Copier(finder.replace, in_loop)
+    new_body = copier.copy(body)
+    return Split(var, finder.lower, finder.upper, new_body, copier.in_loop)
+
+
+class _ClampFinder:
+    def __init__(self, var: str, defs: dict[str, ir.Expr]):
+        self.var, self.defs = var, defs
+        self.replace: dict[int, ir.Expr] = {}  # id(call) → its pass-through operand
+        self.lower: list[int] = []
+        self.upper: list[Bound] = []
+
+    def visit(self, e: ir.Expr) -> None:
+        if not isinstance(e, ir.Call) or id(e) in self.replace or not dtypes.is_int(e.type):
+            return
+        key, args = e.builtin.key, e.args
+        if key == "max" or key == "min":
+            for x, other in ((args[0], args[1]), (args[1], args[0])):
+                c = self.offset(x)
+                if c is None:
+                    continue
+                if key == "max":
+                    k = _constant(other)
+                    if k is not None:  # max(j + c, k) = j + c when j >= k - c
+                        self.lower.append(k - c)
+                        self.replace[id(e)] = x
+                        return
+                else:
+                    m = self.invariant(other, 0)
+                    if m is not None:  # min(j + c, m) = j + c when j <= m - c
+                        self.upper.append((m[0], m[1], m[2] - c))
+                        self.replace[id(e)] = x
+                        return
+        elif key == "clamp":  # min(max(lo, x), hi)
+            x, lo, hi = args
+            c, k, m = self.offset(x), _constant(lo), self.invariant(hi, 0)
+            if c is not None and k is not None and m is not None:
+                self.lower.append(k - c)
+                self.upper.append((m[0], m[1], m[2] - c))
+                self.replace[id(e)] = x
+
+    def offset(self, e: ir.Expr, depth: int = 0) -> int | None:
+        """``c`` when ``e`` is the thread index plus the constant ``c``."""
+        if depth > 32 or not dtypes.is_int(e.type):
+            return None
+        if isinstance(e, ir.Var):
+            if e.name == self.var:
+                return 0
+            value = self.defs.get(e.name)
+            return None if value is None else self.offset(value, depth + 1)
+        if isinstance(e, ir.Call) and e.builtin.key in ("add", "sub"):
+            a, b = e.args
+            shift = _constant(b)
+            if shift is not None:
+                base = self.offset(a, depth + 1)
+                return None if base is None else base + (shift if e.builtin.key == "add" else -shift)
+            shift = _constant(a)
+            if shift is not None and e.builtin.key == "add":
+                base = self.offset(b, depth + 1)
+                return None if base is None else base + shift
+        return None
+
+    def invariant(self, e: ir.Expr, depth: int) -> Bound | None:
+        """``e`` as ``shape + offset`` or a constant (``(None, 0, value)``)."""
+        if depth > 32 or not dtypes.is_int(e.type):
+            return None
+        c = _constant(e)
+        if c is not None:
+            return (None, 0, c)
+        if isinstance(e, ir.Shape):
+            return None if e.array.prefix else (e.array.param, e.axis, 0)
+        if isinstance(e, ir.Var):
+            value = self.defs.get(e.name)
+            return None if value is None else self.invariant(value, depth + 1)
+        if isinstance(e, ir.Cast) and dtypes.is_int(e.value.type):
+            return self.invariant(e.value, depth + 1)
+        if isinstance(e, ir.Call) and e.builtin.key in ("add", "sub"):
+            shift = _constant(e.args[1])
+            base = self.invariant(e.args[0], depth + 1)
+            if shift is not None and base is not None and base[0] is not None:
+                return (base[0], base[1], base[2] + (shift if e.builtin.key == "add" else -shift))
+        return None
+
+
+def _constant(e: ir.Expr) -> int | None:
+    if isinstance(e, ir.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return e.value
+    return None
+
+
+class _Copier:
+    """A deep copy of a body with some expressions replaced; new statements keep the in-loop
+    marks of the ones they copy."""
+
+    def __init__(self, replace: dict[int, ir.Expr], in_loop: set[int]):
+        self.replace = replace
+        self.old_in_loop = in_loop
+        self.in_loop: set[int] = set()
+
+    def copy(self, value):
+        if isinstance(value, list):
+            return [self.copy(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self.copy(v) for v in value)
+        if isinstance(value, ir.Expr) and id(value) in self.replace:
+            return self.copy(self.replace[id(value)])
+        if dataclasses.is_dataclass(value) and isinstance(value, (ir.Expr, ir.Stmt)):
+            fields = {f.name: self.copy(getattr(value, f.name))
+                      for f in dataclasses.fields(value) if f.init}
+            new = dataclasses.replace(value, **fields)
+            if isinstance(value, ir.Stmt) and id(value) in self.old_in_loop:
+                self.in_loop.add(id(new))
+            return new
+        return value

@@ -1,0 +1,99 @@
+"""Index-set splitting of the innermost thread loop (``codegen/splits.py``): interior threads run
+a copy of the body without the clamps of the thread index, edge threads the body itself. Values
+and gradients must equal a reference at every launch size, interior empty or not."""
+
+import numpy as np
+import pytest
+
+import difftape as wp
+from tests.fdcheck import check_tape
+
+
+@wp.kernel
+def blur_rows(u: wp.array2d(dtype=wp.float64), out: wp.array2d(dtype=wp.float64)):
+    i, j = wp.tid()
+    m = u.shape[1]
+    left = wp.max(j - 2, 0)
+    right = wp.min(j + 1, m - 1)
+    out[i, j] = u[i, left] + 2.0 * u[i, j] + 3.0 * u[i, right] \
+        + 5.0 * u[i, wp.clamp(j + 3, 0, m - 1)] + 7.0 * u[i, wp.min(j + 1, 6)]
+
+
+def blur_rows_reference(u: np.ndarray, cols: int) -> np.ndarray:
+    m = u.shape[1]
+    j = np.arange(cols)
+    return (u[:, np.maximum(j - 2, 0)] + 2.0 * u[:, j] + 3.0 * u[:, np.minimum(j + 1, m - 1)]
+            + 5.0 * u[:, np.clip(j + 3, 0, m - 1)] + 7.0 * u[:, np.minimum(j + 1, 6)])
+
+
+@wp.kernel
+def smooth(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    n = x.shape[0]
+    y[i] = x[wp.max(i - 1, 0)] * x[i] + x[wp.min(i + 1, n - 1)]
+
+
+def test_clamps_of_the_innermost_index_are_split():
+    source = blur_rows.source(dim=2)
+    forward = source.split("def blur_rows_adjoint")[0]
+    interior = forward.split("for t1 in range(rt_inner_lo, rt_inner_hi):")[1].split("rt_edge")[0]
+    assert "rt_inner_lo = max(0, 2, -3)" in forward
+    assert "min(dim1, u.shape[1] - 1, u.shape[1] - 3, 6)" in forward
+    assert "wp_max" not in interior and "wp_min" not in interior and "wp_clamp" not in interior
+    assert "u[uint64(i), uint64(right)]" in interior  # j + 1: provably >= 0 inside
+    assert "for rt_edge in" in smooth.source() and "for t0 in range(rt_inner_lo" in smooth.source()
+
+
+def test_debug_mode_keeps_one_body():
+    saved = wp.config.mode
+    wp.config.mode = "debug"
+    try:
+        assert "rt_inner" not in blur_rows.source(dim=2)
+    finally:
+        wp.config.mode = saved
+
+
+@pytest.mark.parametrize("cols", [1, 2, 3, 4, 5, 7, 8, 13])
+def test_values_at_every_width(cols):
+    rng = np.random.default_rng(cols)
+    u0 = rng.integers(-9, 9, (3, max(cols, 8))).astype(np.float64)  # exact sums
+    u = wp.array(u0, dtype=wp.float64)
+    out = wp.zeros((3, cols), dtype=wp.float64)
+    wp.launch(blur_rows, dim=(3, cols), inputs=[u], outputs=[out])
+    np.testing.assert_array_equal(out.numpy(), blur_rows_reference(u0, cols))
+
+
+@pytest.mark.parametrize("cols", [1, 4, 9])
+def test_gradients_match_finite_differences(cols):
+    rng = np.random.default_rng(cols + 1)
+    width = max(cols, 8)
+    inputs = {"u": rng.standard_normal((4, width))}
+    outputs = {"out": np.zeros((4, cols))}
+
+    def run(a):
+        wp.launch(blur_rows, dim=(4, cols), inputs=[a["u"]], outputs=[a["out"]])
+
+    check_tape(run, inputs, outputs, {"u": wp.float64, "out": wp.float64})
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_one_dimensional_split_with_threads(mode):
+    saved = (wp.config.cpu_parallel, wp.config.parallel_threshold)
+    wp.config.cpu_parallel, wp.config.parallel_threshold = mode, 1
+    try:
+        n = 1001
+        xs = np.sin(np.arange(n, dtype=np.float64))
+        x = wp.array(xs, dtype=wp.float64, requires_grad=True)
+        y = wp.zeros(n, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(smooth, dim=n, inputs=[x], outputs=[y])
+        tape.backward(grads={y: wp.ones_like(y)})
+    finally:
+        wp.config.cpu_parallel, wp.config.parallel_threshold = saved
+    left, right = xs[np.maximum(np.arange(n) - 1, 0)], xs[np.minimum(np.arange(n) + 1, n - 1)]
+    np.testing.assert_allclose(y.numpy(), left * xs + right, rtol=1e-15)
+    grad = left.copy()
+    np.add.at(grad, np.maximum(np.arange(n) - 1, 0), xs)
+    np.add.at(grad, np.minimum(np.arange(n) + 1, n - 1), 1.0)
+    np.testing.assert_allclose(x.grad.numpy(), grad, rtol=1e-13)
