@@ -322,7 +322,7 @@ _SERIAL = Threading()
 
 
 def _threading(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool, receiver,
-               shape_of) -> Threading:
+               args: list, positions: dict[str, int]) -> Threading:
     """How to run one launch, from ``config.cpu_parallel``: "serial"; "parallel" (atomics at
     scatter sites); "replicate" (per-chunk copies of the arrays scatter sites add into, or row
     bands where every site stays near its row; atomics where a site is not a plain add); or
@@ -331,8 +331,8 @@ def _threading(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool,
     per-chunk copies of the arrays updated are small next to the launch; serially otherwise (on
     few cores, scattered float atomics cost more than a second core gives back, PERF-NOTES §3).
     ``receiver(symbol)`` is the array a scatter site adds into in this launch and whether it
-    receives anything (False: an absent adjoint's stand-in); ``shape_of(symbol, axis)`` the
-    shape of an array argument."""
+    receives anything (False: an absent adjoint's stand-in); ``args[positions[symbol]]`` the
+    argument of a parameter."""
     mode = config.cpu_parallel
     if config.deterministic or mode == "serial":  # parallel sums add in a varying order
         return _SERIAL
@@ -345,10 +345,11 @@ def _threading(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool,
     if mode == "parallel":
         return Threading(True, chunks)
     sites = kernel.scatter_sites()[adjoint]
-    live = {symbol: receiver(symbol)[0] for symbol, replicable in sites.items()
-            if receiver(symbol)[1]}
+    received = {symbol: receiver(symbol) for symbol in sites}
+    live = {symbol: array for symbol, (array, receives) in received.items() if receives}
     if all(sites[symbol] for symbol in live):
-        banded, margin = _bands(kernel.program(len(dims)), adjoint, live, rows, shape_of)
+        banded, margin = _bands(kernel.program(len(dims)), adjoint, live, rows,
+                                lambda symbol, axis: args[positions[symbol]].shape[axis])
         copies = sum(a.size for symbol, a in live.items() if symbol not in banded) * chunks
         if mode == "replicate" or copies <= REPLICA_ELEMENTS_PER_THREAD * total:
             return Threading(False, chunks, banded, margin)
@@ -406,8 +407,8 @@ def _check_rank(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...]) -> None
                                f"dimension(s); launch it with a dim of {plan.tid_rank} sizes")
 
 
-def _execute(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool, args: list,
-             arrays: list, receiver) -> None:
+def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int, adjoint: bool,
+             args: list, arrays: list, receiver) -> None:
     """Pick the program and chunking for one launch and run it.
 
     Compiled code assumes its array arguments never overlap (so LLVM can vectorize); a launch
@@ -417,9 +418,7 @@ def _execute(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool, a
     if _overlapping(arrays):
         how, noalias = _SERIAL, False
     else:
-        positions = plan_of(kernel).positions
-        how = _threading(kernel, dims, total, adjoint, receiver,
-                         lambda symbol, axis: args[positions[symbol]].shape[axis])
+        how = _threading(kernel, dims, total, adjoint, receiver, args, plan.positions)
         noalias = True
     program = kernel.program(len(dims), how.atomic, noalias)
     fn = program.adjoint if adjoint else program.forward
@@ -467,7 +466,7 @@ def _run_forward(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], args: 
     total = dims[0] if len(dims) == 1 else _total(dims)
     if total == 0:
         return
-    _execute(kernel, dims, total, False, packed, [packed[k] for k in plan.array_positions],
+    _execute(kernel, plan, dims, total, False, packed, [packed[k] for k in plan.array_positions],
              lambda symbol: (packed[plan.positions[symbol]], True))
     _write_back(plan, args, packed, kernel)
 
@@ -516,7 +515,8 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
 
     arrays = [packed[k] for k in plan.array_positions]
     arrays += [b for b, flag in zip(buffers, has) if flag]
-    _execute(kernel, dims, total, True, packed + buffers + has + consume, arrays, receiver)
+    _execute(kernel, plan, dims, total, True, packed + buffers + has + consume, arrays,
+             receiver)
     for grad, data in staged:
         grad._data[...] = data
 
