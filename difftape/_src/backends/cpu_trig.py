@@ -11,7 +11,9 @@ loop). Sine and cosine of the remainder (``|r| <= pi/4``) come from Taylor polyn
 13 and 14 evaluated in double, accurate to ~2**-45, so the float32 result is correctly rounded
 except within ~2**-45 of a rounding midpoint (tests/ops/test_cpu_trig.py measures max 0.5 ulp).
 
-float64 arguments keep libm's ``sin``/``cos``.
+float64 arguments keep libm's ``sin``/``cos``. The helpers are ordinary cached Numba functions:
+LLVM inlines them into kernel loops (numba's IR-level ``inline="always"`` did the same job at
+three times the compile cost: 2.9 s against 1.7 s for the elementwise sine kernel, cold).
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ def _float32_bits(typingctx, x):
     return types.uint32(types.float32), codegen
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _reduce(x):
     """``(r, q, negative)``: ``|x| = r + q * pi/2`` with ``|r| <= pi/4`` (``r`` in double,
     only ``q mod 4`` meaningful) and the sign bit of ``x``."""
@@ -102,7 +104,7 @@ def _reduce(x):
     return fraction * _HALF_PI, int64(quadrant), bits >> 31
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _sine_cosine(r):
     r2 = r * r
     s = r + r * r2 * (_SIN[1] + r2 * (_SIN[2] + r2 * (_SIN[3] + r2 * (
@@ -112,7 +114,7 @@ def _sine_cosine(r):
     return s, c
 
 
-@njit(inline="always")
+@njit(cache=True)
 def sin32(x):
     """Sine of a float32, correctly rounded but for rare ties (see the module docstring)."""
     r, quadrant, negative = _reduce(x)
@@ -123,7 +125,7 @@ def sin32(x):
     return float32(value)
 
 
-@njit(inline="always")
+@njit(cache=True)
 def cos32(x):
     """Cosine of a float32, correctly rounded but for rare ties (see the module docstring)."""
     r, quadrant, _ = _reduce(x)
@@ -135,14 +137,14 @@ def cos32(x):
     return float32(value)
 
 
-@overload(trig.sin, inline="always")
+@overload(trig.sin)
 def _sin(x):
     if x == types.float32:
         return lambda x: sin32(x)
     return lambda x: math.sin(x)
 
 
-@overload(trig.cos, inline="always")
+@overload(trig.cos)
 def _cos(x):
     if x == types.float32:
         return lambda x: cos32(x)
