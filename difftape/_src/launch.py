@@ -461,7 +461,8 @@ def run_forward(kernel: Kernel, dims: tuple[int, ...], args: list) -> None:
 
 
 def _run_forward(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], args: list) -> None:
-    _check_rank(kernel, plan, dims)
+    if plan.tid_rank and plan.tid_rank != len(dims):
+        _check_rank(kernel, plan, dims)
     packed = pack_arguments(kernel, args, plan)
     total = dims[0] if len(dims) == 1 else _total(dims)
     if total == 0:
@@ -565,7 +566,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
         kernel = kernel.specialize(list(inputs) + list(outputs))
     resolved = _CPU if device is None or device == "cpu" else get_device(device)
     args = [*inputs, *outputs]
-    plan = plan_of(kernel)
+    plan = kernel.__dict__.get("_launch_plan") or plan_of(kernel)
     arity = len(plan.params)
     if len(args) != arity:
         raise LaunchError(f"Error launching kernel '{kernel.key}', passed {len(args)} arguments "
@@ -575,7 +576,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     if record_cmd:
         pack_arguments(kernel, args)
         return Launch(kernel, dims, inputs, outputs, resolved)
-    active = tape_module.active_tape() if record_tape else None
+    active = tape_module._active if record_tape else None
     metadata = caller_metadata() if active is not None else None
     if adjoint:
         run_adjoint(kernel, dims, args, list(adj_inputs) + list(adj_outputs))
