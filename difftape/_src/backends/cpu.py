@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numba
 
-from ..version import __version__ as _difftape_version
 from .. import config, dtypes
 from ..codegen import naming
 from ..codegen.activity import analyze, scatter_sites
@@ -31,6 +30,7 @@ from ..codegen.splits import Split, interior_split
 from ..codegen.structure import structure
 from ..errors import InternalError
 from ..frontend import ir
+from ..version import __version__ as _difftape_version
 from .cpu_runtime import FLUSH_DENORMALS
 from .cpu_symbols import runtime_stamp
 

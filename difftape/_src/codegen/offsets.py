@@ -51,6 +51,18 @@ def row_window(e: ir.Expr, defs: dict[str, ir.Expr], rank: int) -> RowWindow | N
     return _window(e, defs, rows, 0)
 
 
+def thread_offset(e: ir.Expr, defs: dict[str, ir.Expr], var: str) -> int | None:
+    """``c`` when ``e`` is exactly the thread index ``var`` plus the constant ``c``."""
+    w = _window(e, defs, (var,), 0)
+    return w.lo if w is not None and w.lo == w.hi and not w.guards else None
+
+
+def invariant(e: ir.Expr, defs: dict[str, ir.Expr]) -> Guard | None:
+    """``e`` as ``(param, axis, offset)``, ``param.shape[axis] + offset``, or ``(None, 0, value)``
+    for a constant; None for anything else."""
+    return _invariant(e, defs, 0)
+
+
 _MAX_DEPTH = 32  # definitions chain through locals; this bounds the walk
 
 
@@ -68,11 +80,11 @@ def _window(e: ir.Expr, defs, rows, depth: int) -> RowWindow | None:
         return None
     key, args = e.builtin.key, e.args
     if key in ("add", "sub"):
-        shift = _constant(args[1])
+        shift = constant(args[1])
         if shift is not None:
             w = _window(args[0], defs, rows, depth + 1)
             return None if w is None else _shifted(w, shift if key == "add" else -shift)
-        shift = _constant(args[0])
+        shift = constant(args[0])
         if key == "add" and shift is not None:
             w = _window(args[1], defs, rows, depth + 1)
             return None if w is None else _shifted(w, shift)
@@ -121,7 +133,7 @@ def _min(a, b) -> RowWindow | None:
 def _invariant(e: ir.Expr, defs, depth: int) -> tuple[str | None, int, int] | None:
     if depth > _MAX_DEPTH or not dtypes.is_int(e.type):
         return None
-    c = _constant(e)
+    c = constant(e)
     if c is not None:
         return (None, 0, c)
     if isinstance(e, ir.Shape):
@@ -132,14 +144,15 @@ def _invariant(e: ir.Expr, defs, depth: int) -> tuple[str | None, int, int] | No
     if isinstance(e, ir.Cast):
         return _invariant(e.value, defs, depth + 1) if _widening(e) else None
     if isinstance(e, ir.Call) and e.builtin.key in ("add", "sub"):
-        shift = _constant(e.args[1])
+        shift = constant(e.args[1])
         base = _invariant(e.args[0], defs, depth + 1)
         if shift is not None and base is not None and base[0] is not None:
             return (base[0], base[1], base[2] + (shift if e.builtin.key == "add" else -shift))
     return None
 
 
-def _constant(e: ir.Expr) -> int | None:
+def constant(e: ir.Expr) -> int | None:
+    """The value of an integer literal, else None."""
     if isinstance(e, ir.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
         return e.value
     return None

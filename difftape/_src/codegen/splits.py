@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from .. import dtypes
 from ..frontend import ir
-
-Bound = tuple[str | None, int, int]  # (param or None, axis, offset): param.shape[axis] + offset
+from .offsets import Guard as Bound
+from .offsets import constant, invariant, thread_offset
 
 
 @dataclass
@@ -77,72 +77,30 @@ class _ClampFinder:
                 if c is None:
                     continue
                 if key == "max":
-                    k = _constant(other)
+                    k = constant(other)
                     if k is not None:  # max(j + c, k) = j + c when j >= k - c
                         self.lower.append(k - c)
                         self.replace[id(e)] = x
                         return
                 else:
-                    m = self.invariant(other, 0)
+                    m = self.invariant(other)
                     if m is not None:  # min(j + c, m) = j + c when j <= m - c
                         self.upper.append((m[0], m[1], m[2] - c))
                         self.replace[id(e)] = x
                         return
         elif key == "clamp":  # min(max(lo, x), hi)
             x, lo, hi = args
-            c, k, m = self.offset(x), _constant(lo), self.invariant(hi, 0)
+            c, k, m = self.offset(x), constant(lo), self.invariant(hi)
             if c is not None and k is not None and m is not None:
                 self.lower.append(k - c)
                 self.upper.append((m[0], m[1], m[2] - c))
                 self.replace[id(e)] = x
 
-    def offset(self, e: ir.Expr, depth: int = 0) -> int | None:
-        """``c`` when ``e`` is the thread index plus the constant ``c``."""
-        if depth > 32 or not dtypes.is_int(e.type):
-            return None
-        if isinstance(e, ir.Var):
-            if e.name == self.var:
-                return 0
-            value = self.defs.get(e.name)
-            return None if value is None else self.offset(value, depth + 1)
-        if isinstance(e, ir.Call) and e.builtin.key in ("add", "sub"):
-            a, b = e.args
-            shift = _constant(b)
-            if shift is not None:
-                base = self.offset(a, depth + 1)
-                return None if base is None else base + (shift if e.builtin.key == "add" else -shift)
-            shift = _constant(a)
-            if shift is not None and e.builtin.key == "add":
-                base = self.offset(b, depth + 1)
-                return None if base is None else base + shift
-        return None
+    def offset(self, e: ir.Expr) -> int | None:
+        return thread_offset(e, self.defs, self.var)
 
-    def invariant(self, e: ir.Expr, depth: int) -> Bound | None:
-        """``e`` as ``shape + offset`` or a constant (``(None, 0, value)``)."""
-        if depth > 32 or not dtypes.is_int(e.type):
-            return None
-        c = _constant(e)
-        if c is not None:
-            return (None, 0, c)
-        if isinstance(e, ir.Shape):
-            return None if e.array.prefix else (e.array.param, e.axis, 0)
-        if isinstance(e, ir.Var):
-            value = self.defs.get(e.name)
-            return None if value is None else self.invariant(value, depth + 1)
-        if isinstance(e, ir.Cast) and dtypes.is_int(e.value.type):
-            return self.invariant(e.value, depth + 1)
-        if isinstance(e, ir.Call) and e.builtin.key in ("add", "sub"):
-            shift = _constant(e.args[1])
-            base = self.invariant(e.args[0], depth + 1)
-            if shift is not None and base is not None and base[0] is not None:
-                return (base[0], base[1], base[2] + (shift if e.builtin.key == "add" else -shift))
-        return None
-
-
-def _constant(e: ir.Expr) -> int | None:
-    if isinstance(e, ir.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
-        return e.value
-    return None
+    def invariant(self, e: ir.Expr) -> Bound | None:
+        return invariant(e, self.defs)
 
 
 class _Copier:
