@@ -489,7 +489,8 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
     are used (a manual adjoint launch). Either way the adjoint works on a private copy.
     ``checked``: the caller (the Tape) already saw that the kernel has an adjoint.
     """
-    kernel = kernel.specialize(args)
+    if kernel.generic_params:
+        kernel = kernel.specialize(args)
     if not checked and not kernel.enable_backward:
         raise LaunchError(f"Failed to find backward kernel '{kernel.key}' from module "
                           f"'{kernel.module}' for device 'cpu'")
@@ -498,15 +499,16 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
             f"launch({kernel.key}, adjoint=True): adj_inputs + adj_outputs must hold one entry "
             f"per kernel parameter ({len(args)}), got {len(adj_args)}; use None to fall back to "
             "an array's own .grad")
-    plan = plan_of(kernel)
-    _check_rank(kernel, plan, dims)
+    plan = kernel.__dict__.get("_launch_plan") or plan_of(kernel)
+    if plan.tid_rank and plan.tid_rank != len(dims):
+        _check_rank(kernel, plan, dims)
     packed = pack_arguments(kernel, args, plan)
     for k in plan.inplace:
         at = plan.offsets[k]
         source = (snapshots or {}).get(k, packed[at])
         packed[at] = source.astype(packed[at].dtype, copy=True)
     buffers, has, consume, staged = pack_adjoints(kernel, args, adj_args, plan)
-    total = _total(dims)
+    total = dims[0] if len(dims) == 1 else _total(dims)
     if total == 0:
         return
 
