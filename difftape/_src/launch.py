@@ -400,11 +400,12 @@ def _total(dims: tuple[int, ...]) -> int:
     return total
 
 
-def _check_rank(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...]) -> None:
-    if plan.tid_rank and plan.tid_rank != len(dims):
-        raise LaunchValueError(f"launch({kernel.key}): the kernel unpacks wp.tid() into "
-                               f"{plan.tid_rank} indices, but dim {dims} has {len(dims)} "
-                               f"dimension(s); launch it with a dim of {plan.tid_rank} sizes")
+def _rank_error(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...]) -> LaunchValueError:
+    """The error for a launch whose rank differs from the kernel's ``wp.tid()`` unpacking (the
+    callers test ``plan.tid_rank and plan.tid_rank != len(dims)`` inline: a hot path)."""
+    return LaunchValueError(f"launch({kernel.key}): the kernel unpacks wp.tid() into "
+                            f"{plan.tid_rank} indices, but dim {dims} has {len(dims)} "
+                            f"dimension(s); launch it with a dim of {plan.tid_rank} sizes")
 
 
 def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int, adjoint: bool,
@@ -462,7 +463,7 @@ def run_forward(kernel: Kernel, dims: tuple[int, ...], args: list) -> None:
 
 def _run_forward(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], args: list) -> None:
     if plan.tid_rank and plan.tid_rank != len(dims):
-        _check_rank(kernel, plan, dims)
+        raise _rank_error(kernel, plan, dims)
     packed = pack_arguments(kernel, args, plan)
     total = dims[0] if len(dims) == 1 else _total(dims)
     if total == 0:
@@ -501,7 +502,7 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
             "an array's own .grad")
     plan = kernel.__dict__.get("_launch_plan") or plan_of(kernel)
     if plan.tid_rank and plan.tid_rank != len(dims):
-        _check_rank(kernel, plan, dims)
+        raise _rank_error(kernel, plan, dims)
     packed = pack_arguments(kernel, args, plan)
     for k in plan.inplace:
         at = plan.offsets[k]

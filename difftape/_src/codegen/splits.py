@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from .. import dtypes
 from ..frontend import ir
 from .offsets import Guard as Bound
-from .offsets import constant, invariant, thread_offset
+from .offsets import constant, definitions, invariant, thread_offset
 
 
 @dataclass
@@ -46,8 +46,7 @@ def interior_split(body: list[ir.Stmt], kernel: ir.KernelIR, rank: int,
         var = f"tid{rank - 1}" if len(kernel.tid_vars) == rank else None
     if var is None:
         return None
-    defs = {s.target: s.value for s in ir.walk_stmts(body)
-            if isinstance(s, ir.Assign) and s.target in single_assigned}
+    defs = definitions(body, single_assigned)
     finder = _ClampFinder(var, defs)
     for s in ir.walk_stmts(body):
         for root in ir.statement_exprs(s):
