@@ -22,11 +22,12 @@ from .. import config, dtypes
 from ..codegen import naming
 from ..codegen.activity import analyze, scatter_sites
 from ..codegen.adjoint import AdjointWriter
-from ..codegen.emitter import SourceBuilder
+from ..codegen.emitter import SourceBuilder, plus
 from ..codegen.forward import ForwardWriter
 from ..codegen.offsets import RowWindow, definitions, row_window
 from ..codegen.signs import nonnegative_locals
 from ..codegen.splits import Split, interior_split
+from ..codegen.strips import STRIP, Strips, plan
 from ..codegen.structure import structure
 from ..errors import InternalError
 from ..frontend import ir
@@ -104,10 +105,11 @@ NOALIAS_OPTION = _register_noalias_option()
 
 
 def _thread_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, stacks: list[str],
-                  split: Split | None, bodies: list[list[str]]) -> None:
+                  split: Split | None, bodies: list[list[str]], strips: Strips | None) -> None:
     """The per-thread loop nest over this chunk's rows ``lo:hi`` of the first dimension, each
     thread running ``bodies[0]``; with a split, the innermost dimension's interior threads run
-    ``bodies[1]`` (``codegen/splits.py``), in a loop of their own before the edge threads."""
+    ``bodies[1]`` (``codegen/splits.py``), in a loop of their own before the edge threads. The
+    last body's loop runs in strips when it defers adds (``codegen/strips.py``)."""
     for line in stacks:
         out.line(line)
     last = variant.rank - 1
@@ -119,24 +121,33 @@ def _thread_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, sta
         out.level += 1
     start, stop = ("lo", "hi") if last == 0 else ("0", f"dim{last}")
     if split is None:
-        with out.block(f"for t{last} in range({start}, {stop}):"):
-            _thread_body(kernel, variant, out, bodies[0])
+        _innermost_loop(kernel, variant, out, start, stop, bodies[0], strips)
         return
     lower = ", ".join(str(k) for k in split.lower)
-    ends = [f"{param}.shape[{axis}]{_plus(offset + 1)}" if param is not None else str(offset + 1)
+    ends = [f"{param}.shape[{axis}]{plus(offset + 1)}" if param is not None else str(offset + 1)
             for param, axis, offset in split.upper]
     out.line(f"rt_inner_lo = max({start}, {lower})" if lower else f"rt_inner_lo = {start}")
     out.line(f"rt_inner_hi = max(rt_inner_lo, min({', '.join([stop] + ends)}))")
-    with out.block(f"for t{last} in range(rt_inner_lo, rt_inner_hi):"):
-        _thread_body(kernel, variant, out, bodies[1])
+    _innermost_loop(kernel, variant, out, "rt_inner_lo", "rt_inner_hi", bodies[1], strips)
     with out.block(f"for rt_edge in range({stop} - {start} - (rt_inner_hi - rt_inner_lo)):"):
         out.line(f"t{last} = {start} + rt_edge")
         out.line(f"if t{last} >= rt_inner_lo: t{last} += rt_inner_hi - rt_inner_lo")
         _thread_body(kernel, variant, out, bodies[0])
 
 
-def _plus(offset: int) -> str:
-    return f" + {offset}" if offset > 0 else f" - {-offset}" if offset < 0 else ""
+def _innermost_loop(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, start: str,
+                    stop: str, body: list[str], strips: Strips | None) -> None:
+    last = variant.rank - 1
+    if strips is None or not strips.adds:
+        with out.block(f"for t{last} in range({start}, {stop}):"):
+            _thread_body(kernel, variant, out, body)
+        return
+    with out.block(f"for rt_strip in range({start}, {stop}, {STRIP}):"):
+        out.line(f"rt_strip_end = min(rt_strip + {STRIP}, {stop})")
+        with out.block(f"for t{last} in range(rt_strip, rt_strip_end):"):
+            _thread_body(kernel, variant, out, body)
+        for line in strips.flush():
+            out.line(line)
 
 
 def _thread_body(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, lines: list[str]):
@@ -161,15 +172,19 @@ def _scalar_param_copies(kernel: ir.KernelIR, body: list[ir.Stmt]) -> set[str]:
 
 
 def _write_bodies(kernel: ir.KernelIR, bodies: list[list[ir.Stmt]], analysis,
-                  variant: Variant, adjoint: bool):
+                  variant: Variant, adjoint: bool, deferrable: set[str] = frozenset()):
     """One writer over every body (the plain one, and a split's interior copy), so that the
-    bodies share names, constants, replicas and stacks; one builder of code per body."""
+    bodies share names, constants, replicas and stacks; one builder of code per body. The last
+    body defers its adds into the replica views ``deferrable`` where it can; the plan of what
+    it deferred is returned with the writer (None: nothing to defer)."""
     writer_cls = AdjointWriter if adjoint else ForwardWriter
     sites = None if variant.parallel else scatter_sites(bodies[0], kernel, analysis)
     writer = writer_cls(kernel, analysis, variant.parallel, variant.debug, sites)
     inners, reverse_lines = [], []
     plain = writer.nonnegative
+    strips = plan(kernel, bodies[-1], variant.rank, analysis.single_assigned, deferrable)
     for k, body in enumerate(bodies):
+        writer.strips = strips if k == len(bodies) - 1 else None
         # An interior copy computes the same values where it runs: the plain body's proofs
         # hold there, and its own find more (``j + 1`` where the plain body had a clamp).
         writer.nonnegative = plain if k == 0 else plain | nonnegative_locals(kernel, body)
@@ -187,7 +202,8 @@ def _write_bodies(kernel: ir.KernelIR, bodies: list[list[ir.Stmt]], analysis,
             writer.write(body, inner, replay=False)
         inners.append(inner)
     writer.reverse_lines = reverse_lines
-    return writer, inners
+    writer.strips = None
+    return writer, inners, strips
 
 
 _POP = re.compile(r"^[fi]top -= 1; ")
@@ -216,12 +232,21 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
     if split is not None:
         analysis.in_loop |= split.in_loop
         bodies.append(split.body)
-    writer, inners = _write_bodies(kernel, bodies, analysis, variant, adjoint)
+    writer, inners, strips = _write_bodies(kernel, bodies, analysis, variant, adjoint)
     if adjoint and writer.pushed:
         # Save only what the reverse sweep reads: a second generation leaves out the rest.
         analysis.unsaved = writer.pushed - _reverse_reads(writer.reverse_lines)
         if analysis.unsaved:
-            writer, inners = _write_bodies(kernel, bodies, analysis, variant, adjoint)
+            writer, inners, strips = _write_bodies(kernel, bodies, analysis, variant, adjoint)
+    if not variant.parallel and not variant.debug and variant.noalias and writer.replicas:
+        # Adds may move to the end of a strip into arrays nothing else in the body touches.
+        lines = [line for inner in inners for line in inner.lines]
+        deferrable = {naming.replica_view(array) for array in writer.replicas
+                      if _only_through_replica(array, lines, writer)}
+        if deferrable:
+            deferred = _write_bodies(kernel, bodies, analysis, variant, adjoint, deferrable)
+            if deferred[2] is not None and deferred[2].adds and not deferred[2].kept:
+                writer, inners, strips = deferred
 
     copies = _scalar_param_copies(kernel, body)
     flat = kernel.flat_params()
@@ -266,6 +291,8 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
     privates = [f"{local} = {writer.zero(t)}" for local, _, _, _, t in writer.privates]
     setup = [f"{sym} = float32({sym}_in)" for sym in sorted(narrowed - copies)]
     setup += stacks + privates
+    if strips is not None:
+        setup += strips.allocations()
     if variant.flush_denormals:  # per call: each thread running a chunk sets its own state
         writer.runtime.update(("rt_fp_control", "rt_set_fp_control"))
         setup.append("rt_fp_saved = rt_fp_control(); "
@@ -284,7 +311,7 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
                 if k in analysis.restored or k.startswith(("adj_", "flag_"))}
     writer.declarations(prologue, declared)
     _thread_loops(kernel, variant, out, setup, split,
-                  [prologue.lines + inner.lines for inner in inners])
+                  [prologue.lines + inner.lines for inner in inners], strips)
     out.level = function_level
     if writer.privates:  # flush the chunk's accumulators of thread-invariant sites, once
         writer.runtime.add("rt_atomic_add")

@@ -42,12 +42,13 @@ class AdjointWriter(ForwardWriter):
         if not dtypes.is_float(dtypes.scalar_of(ref.dtype)):
             return
         p = ref.param
-        idx = self.index_code(indices, temps, ref)
         flag, adj = naming.has_adjoint_flag(p), naming.adjoint_array(p)
-        mode = classify_index(ref, indices, self.kernel, self.analysis)
         if p in self.replicated[1]:  # every add into this adjoint goes to the chunk's copy
-            out.line(f"if {flag}: {self.replica(adj, p, indices)}[{idx}] += {g}")
-        elif mode == UNIFORM:
+            self.replica_add(adj, ref, indices, "+", g, flag, out, temps)
+            return
+        idx = self.index_code(indices, temps, ref)
+        mode = classify_index(ref, indices, self.kernel, self.analysis)
+        if mode == UNIFORM:
             out.line(f"{self.private(adj, idx, flag, dtypes.scalar_of(ref.dtype))} += {g}")
         elif mode == SCATTER and self.parallel:
             self.runtime.add("rt_atomic_add")
@@ -92,17 +93,18 @@ class AdjointWriter(ForwardWriter):
         temps: dict = {}
         idx = self.index_code(s.indices, temps, s.array)
         g = self.new_temp(t)
-        out.line(f"{g} = {adj}[{self.masked_index(s, temps)}]")
+        out.line(f"{g} = {self.output_adjoint(s, temps)}")
         out.line(f"if {naming.consume_flag(p)}: {adj}[{idx}] = {self.zero(t)}")
         if self.analysis.expr_active(s.value):
             self.backprop(s.value, g, out, temps, self.accumulate)
 
-    def masked_index(self, s, temps: dict) -> str:
-        """The index of an output adjoint read: multiplied by its has-adjoint flag, so an array
-        without a gradient reads element 0 of its zero-filled one-element stand-in."""
-        flag = naming.has_adjoint_flag(s.array.param)
-        return ", ".join(self.unsigned(i, f"{self.code(i, temps)} * {flag}") if not self.debug
-                         else f"{self.code(i, temps)} * {flag}" for i in s.indices)
+    def output_adjoint(self, s, temps: dict) -> str:
+        """The adjoint of the element ``s`` writes: zero when its array has no gradient (whose
+        stand-in is one element). A select on the has-adjoint flag, not an index multiplied by
+        it: LLVM then still sees consecutive threads read consecutive elements."""
+        p = s.array.param
+        read = f"{naming.adjoint_array(p)}[{self.index_code(s.indices, temps, s.array)}]"
+        return f"({read} if {naming.has_adjoint_flag(p)} else {self.zero(s.value.type)})"
 
     def reverse_Atomic(self, s: ir.Atomic, out: SourceBuilder) -> None:
         restored = s.result is not None and s.result in self.analysis.restored
@@ -119,7 +121,7 @@ class AdjointWriter(ForwardWriter):
         temps: dict = {}
         g = self.new_temp(t)
         sign = "-" if s.op == "sub" else ""
-        out.line(f"{g} = {sign}{naming.adjoint_array(p)}[{self.masked_index(s, temps)}]")
+        out.line(f"{g} = {sign}{self.output_adjoint(s, temps)}")
         if s.op in ("min", "max"):
             # Warp: the value gets the gradient iff it equals the final element (ties: all).
             value = self.value_of(s.value, out, temps)

@@ -42,6 +42,11 @@ class SourceBuilder:
         return "\n".join(self.lines) + "\n"
 
 
+def plus(offset: int) -> str:
+    """`` + offset`` / `` - |offset|`` to append to an expression; empty for 0."""
+    return f" + {offset}" if offset > 0 else f" - {-offset}" if offset < 0 else ""
+
+
 def type_symbol(t: type) -> str:
     """The name generated code uses to build or cast to ``t``."""
     if t is dtypes.bool_:

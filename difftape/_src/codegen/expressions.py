@@ -15,6 +15,7 @@ from .activity import Analysis
 from .emitter import ConstantPool, SourceBuilder, cast
 from .inline_rules import INLINE_NEEDS, INLINE_RULES
 from .signs import is_nonnegative, nonnegative_locals
+from .strips import Strips
 
 # Operators emitted inline when their Python meaning equals the builtin's (float + - * /).
 _INLINE_FLOAT = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
@@ -53,12 +54,31 @@ class ExprCoder:
         # (``rep_view_<array>``, a function argument); the launcher sums the views in.
         self.replicas: dict[str, str] = {}  # array's generated name → its parameter symbol
         self.replica_sites: dict[str, list[tuple[ir.Expr, ...]]] = {}  # array → site indices
+        self.strips: Strips | None = None  # set while writing a strip-mined body
         self.counter = 0
 
-    def replica(self, array: str, param: str, indices: tuple[ir.Expr, ...]) -> str:
-        self.replicas.setdefault(array, param)
+    def replica_add(self, array: str, ref: ir.ArrayRef, indices: tuple[ir.Expr, ...],
+                    sign: str, value: str, guard: str, out: SourceBuilder, temps=None) -> None:
+        """``value`` added (``sign`` "+" or "-") into the chunk's view of ``array`` (``ref``'s
+        array or its adjoint) at ``indices``, under ``if guard:``; deferred to the end of the
+        strip when the body is strip-mined and the site qualifies (``strips.py``)."""
+        self.replicas.setdefault(array, ref.param)
         self.replica_sites.setdefault(array, []).append(indices)
-        return naming.replica_view(array)
+        view = naming.replica_view(array)
+        codes = self.index_codes(indices, temps, ref)
+        if self.strips is not None and out.level == 0 and dtypes.is_float(ref.dtype):
+            element = dtypes.float32 if ref.dtype is dtypes.float16 else ref.dtype
+            unsigned = is_nonnegative(indices[-1], self.nonnegative)
+            lines = self.strips.defer(view, indices, codes, unsigned, sign, value, guard,
+                                      element.__name__)
+            if lines is not None:
+                for line in lines:
+                    out.line(line)
+                return
+        if self.strips is not None:
+            self.strips.kept = True
+        add = f"{view}[{', '.join(codes)}] {sign}= {value}"
+        out.line(f"if {guard}: {add}" if guard else add)
 
     def private(self, array: str, index: str, guard: str, t: type) -> str:
         for name, a, i, _, _ in self.privates:
@@ -89,6 +109,10 @@ class ExprCoder:
 
     def index_code(self, indices: tuple[ir.Expr, ...], temps=None,
                    ref: ir.ArrayRef | None = None) -> str:
+        return ", ".join(self.index_codes(indices, temps, ref))
+
+    def index_codes(self, indices: tuple[ir.Expr, ...], temps=None,
+                    ref: ir.ArrayRef | None = None) -> list[str]:
         codes = [self.code(i, temps) for i in indices]
         if not self.debug:
             codes = [self.unsigned(i, c) for i, c in zip(indices, codes)]
@@ -99,7 +123,7 @@ class ExprCoder:
             self.runtime.add("rt_check_index")
             codes = [f"rt_check_index({c}, {ref.param}.shape[{k}], {k}, {where!r})"
                      for k, c in enumerate(codes)]
-        return ", ".join(codes)
+        return codes
 
     def unsigned(self, index: ir.Expr, code: str) -> str:
         """``code`` as an unsigned index when ``index`` is provably >= 0: Numba then skips its

@@ -161,7 +161,7 @@ class ForwardWriter(ExprCoder):
         plain_add = s.op in ("add", "sub") and s.result not in self.analysis.read
         sign = "+" if s.op == "add" else "-"
         if self.replicated[0].get(ref) and plain_add:  # the array's adds go to the chunk's copy
-            out.line(f"{self.replica(ref, ref, s.indices)}[{idx}] {sign}= {value}")
+            self.replica_add(ref, s.array, s.indices, sign, value, "", out)
             return
         if mode == UNIFORM and plain_add:
             out.line(f"{self.private(ref, idx, '', t)} {sign}= {value}")
@@ -303,7 +303,9 @@ class ForwardWriter(ExprCoder):
                             self.parallel, self.debug,
                             self.replicated if self.replicate else None)
         sub.counter, sub.constants = self.counter, self.constants
-        sub.privates, sub.replicas = self.privates, self.replicas  # flushed by this function
+        # flushed and summed by this function
+        sub.privates, sub.replicas = self.privates, self.replicas
+        sub.replica_sites = self.replica_sites
         forward, reverse = SourceBuilder(out.level), SourceBuilder(out.level)
         sub.write(s.body, forward, replay=True)
         t = self.type_of(s.result)

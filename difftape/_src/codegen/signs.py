@@ -32,17 +32,17 @@ def nonnegative_locals(kernel: ir.KernelIR, body: list[ir.Stmt] | None = None) -
     """Integer locals of ``kernel`` that are >= 0 wherever they are read (in ``body``, default
     the kernel's own)."""
     candidates = {name for name, t in kernel.locals.items() if dtypes.is_int(t)}
-    bindings: dict[str, list[ir.Expr | None]] = {name: [] for name in candidates}
+    values: dict[str, list[ir.Expr | None]] = {name: [] for name in candidates}
     for s in _all_statements(kernel.body if body is None else body):
-        for name, value in _bindings(s):
-            if name in bindings:
-                bindings[name].append(value)
-    candidates = {name for name in candidates if bindings[name]}
+        for name, value in bindings(s):
+            if name in values:
+                values[name].append(value)
+    candidates = {name for name in candidates if values[name]}
     changed = True
     while changed:
         changed = False
         for name in sorted(candidates):
-            if not all(v is not None and is_nonnegative(v, candidates) for v in bindings[name]):
+            if not all(v is not None and is_nonnegative(v, candidates) for v in values[name]):
                 candidates.discard(name)
                 changed = True
     return frozenset(candidates)
@@ -86,7 +86,7 @@ def _all_statements(stmts: list[ir.Stmt]):
             yield from _all_statements(s.grad_body)
 
 
-def _bindings(s: ir.Stmt):
+def bindings(s: ir.Stmt):
     """(local, value or None for 'unknown') for every local that statement ``s`` itself sets."""
     if isinstance(s, ir.Assign):
         yield s.target, s.value

@@ -40,10 +40,7 @@ class Split:
 def interior_split(body: list[ir.Stmt], kernel: ir.KernelIR, rank: int,
                    single_assigned: set[str], in_loop: set[int]) -> Split | None:
     """The split of ``body`` for launches of ``rank`` dimensions, or None (no clamp found)."""
-    if rank == 1:
-        var = "tidflat" if kernel.tid_flat else "tid0" if kernel.tid_vars else None
-    else:
-        var = f"tid{rank - 1}" if len(kernel.tid_vars) == rank else None
+    var = innermost_thread_index(kernel, rank)
     if var is None:
         return None
     defs = definitions(body, single_assigned)
@@ -57,6 +54,14 @@ def interior_split(body: list[ir.Stmt], kernel: ir.KernelIR, rank: int,
     copier = _Copier(finder.replace, in_loop)
     new_body = copier.copy(body)
     return Split(var, finder.lower, finder.upper, new_body, copier.in_loop)
+
+
+def innermost_thread_index(kernel: ir.KernelIR, rank: int) -> str | None:
+    """The generated local holding the innermost launch dimension's thread index, or None when
+    the kernel has none (no ``wp.tid()``, or a flat one in a multi-dimensional launch)."""
+    if rank == 1:
+        return "tidflat" if kernel.tid_flat else "tid0" if kernel.tid_vars else None
+    return f"tid{rank - 1}" if len(kernel.tid_vars) == rank else None
 
 
 class _ClampFinder:

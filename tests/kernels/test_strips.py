@@ -1,0 +1,190 @@
+"""Strip-mined innermost loops (``codegen/strips.py``): adds at the thread index plus a constant
+are stored in strip buffers and added into their array after each strip. Every element must get
+the same additions as before, at every launch size (strips full, partial, several) and in every
+threading mode; sites that cannot move must stay where they are."""
+
+import numpy as np
+import pytest
+
+import difftape as wp
+from difftape._src.codegen.strips import STRIP
+from tests.fdcheck import check_tape
+
+
+@wp.kernel
+def spread(x: wp.array(dtype=wp.float64), f: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    wp.atomic_add(f, i, x[i])
+    wp.atomic_add(f, i + 2, 2.0 * x[i])
+    wp.atomic_sub(f, wp.clamp(i - 3, 0, f.shape[0] - 1), 3.0 * x[i])
+
+
+def spread_reference(xs: np.ndarray, size: int) -> np.ndarray:
+    f = np.zeros(size)
+    i = np.arange(xs.size)
+    np.add.at(f, i, xs)
+    np.add.at(f, i + 2, 2.0 * xs)
+    np.add.at(f, np.clip(i - 3, 0, size - 1), -3.0 * xs)
+    return f
+
+
+@wp.kernel
+def diffuse(u: wp.array2d(dtype=wp.float64), k: wp.float64, u1: wp.array2d(dtype=wp.float64)):
+    i, j = wp.tid()
+    n = u.shape[0]
+    m = u.shape[1]
+    up = wp.max(i - 1, 0)
+    down = wp.min(i + 1, n - 1)
+    left = wp.max(j - 1, 0)
+    right = wp.min(j + 1, m - 1)
+    c = u[i, j]
+    u1[i, j] = c + k * (u[up, j] + u[down, j] + u[i, left] + u[i, right] - 4.0 * c)
+
+
+def diffuse_adjoint_reference(g: np.ndarray, k: float) -> np.ndarray:
+    n, m = g.shape
+    i, j = np.meshgrid(np.arange(n), np.arange(m), indexing="ij")
+    out = (1.0 - 4.0 * k) * g
+    for rows, cols in ((np.maximum(i - 1, 0), j), (np.minimum(i + 1, n - 1), j),
+                       (i, np.maximum(j - 1, 0)), (i, np.minimum(j + 1, m - 1))):
+        np.add.at(out, (rows, cols), k * g)
+    return out
+
+
+@wp.kernel
+def row_shift(x: wp.array2d(dtype=wp.float64), r: int, f: wp.array2d(dtype=wp.float64)):
+    i, j = wp.tid()
+    wp.atomic_add(f, r, j + 1, x[i, j])  # the row is a parameter: the same for every j
+
+
+@wp.kernel
+def row_shift_rebound(x: wp.array2d(dtype=wp.float64), r: int,
+                      f: wp.array2d(dtype=wp.float64)):
+    i, j = wp.tid()
+    r = r + j  # now the row changes with j
+    wp.atomic_add(f, r, j + 1, x[i, j])
+
+
+@wp.kernel
+def guarded(x: wp.array(dtype=wp.float64), f: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    if x[i] > 0.0:
+        wp.atomic_add(f, i + 1, x[i])
+
+
+@wp.kernel
+def reads_back(x: wp.array(dtype=wp.float64), f: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    wp.atomic_add(f, i + 1, x[i] + f[i])
+
+
+@wp.kernel
+def partly_random(x: wp.array(dtype=wp.float64), idx: wp.array(dtype=int),
+                  f: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    wp.atomic_add(f, i + 1, x[i])
+    wp.atomic_add(f, idx[i], x[i])  # stays: the loop cannot vectorize, so neither moves
+
+
+@wp.kernel
+def diagonal(x: wp.array2d(dtype=wp.float64), f: wp.array2d(dtype=wp.float64)):
+    i, j = wp.tid()
+    wp.atomic_add(f, j, j + 1, x[i, j])  # the row follows j too
+
+
+@wp.kernel
+def vectors(x: wp.array(dtype=wp.vec3d), f: wp.array(dtype=wp.vec3d)):
+    i = wp.tid()
+    wp.atomic_add(f, i + 1, x[i])
+
+
+def _strip_mined(kernel, rank: int, adjoint: bool) -> bool:
+    source = kernel.source(dim=rank)
+    part = source.split(f"def {kernel.key.split('.')[-1]}_adjoint")[1 if adjoint else 0]
+    return "for rt_strip in range(" in part
+
+
+@pytest.fixture
+def threading():
+    saved = (wp.config.cpu_parallel, wp.config.parallel_threshold)
+
+    def use(mode):
+        wp.config.cpu_parallel, wp.config.parallel_threshold = mode, 1
+
+    yield use
+    wp.config.cpu_parallel, wp.config.parallel_threshold = saved
+
+
+def test_neighbour_adds_move_out_of_the_thread_loop():
+    source = diffuse.source(dim=2).split("def diffuse_adjoint")[1]
+    threads = source.split("for t1 in range(rt_strip, rt_strip_end):")[1].split("if has_adj_u:")[0]
+    assert "rep_view_adj_u[" not in threads  # the thread loop only fills buffers
+    assert threads.count("rt_buf_") == 2  # k * g for four neighbours, its own adjoint for one
+    assert source.count("for rt_s in range(rt_strip_end - rt_strip):") == 5
+    assert "uint64(rt_strip + rt_s - 1)" in source and "uint64(rt_strip + rt_s + 1)" in source
+    assert _strip_mined(spread, 1, adjoint=False)
+    assert _strip_mined(row_shift, 2, adjoint=False)
+
+
+@pytest.mark.parametrize("kernel,rank", [(row_shift_rebound, 2), (guarded, 1), (reads_back, 1),
+                                         (partly_random, 1), (diagonal, 2), (vectors, 1)])
+def test_sites_that_cannot_move_stay(kernel, rank):
+    assert not _strip_mined(kernel, rank, adjoint=False)
+
+
+def test_debug_mode_and_overlapping_arrays_keep_adds_in_place():
+    saved = wp.config.mode
+    wp.config.mode = "debug"
+    try:
+        assert not _strip_mined(diffuse, 2, adjoint=True)
+    finally:
+        wp.config.mode = saved
+    assert "rt_strip" not in diffuse.program(2, noalias=False).source
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto", "replicate"])
+@pytest.mark.parametrize("n", [1, 2, 5, STRIP - 1, STRIP, STRIP + 1, 2 * STRIP + 7])
+def test_forward_adds_equal_the_reference(threading, mode, n):
+    threading(mode)
+    xs = np.random.default_rng(n).integers(-50, 50, n).astype(np.float64)  # exact sums
+    f = wp.zeros(n + 2, dtype=wp.float64)
+    wp.launch(spread, dim=n, inputs=[wp.array(xs, dtype=wp.float64)], outputs=[f])
+    np.testing.assert_array_equal(f.numpy(), spread_reference(xs, n + 2))
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+@pytest.mark.parametrize("shape", [(3, 1), (4, 2), (3, 9), (5, STRIP + 2), (2, 2 * STRIP + 5)])
+def test_stencil_adjoint_equals_the_reference(threading, mode, shape):
+    threading(mode)
+    rng = np.random.default_rng(shape[1])
+    g = rng.integers(-20, 20, shape).astype(np.float64)
+    k = 0.25  # a power of two: every product and sum below is exact
+    u = wp.array(rng.standard_normal(shape), dtype=wp.float64, requires_grad=True)
+    u1 = wp.zeros(shape, dtype=wp.float64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(diffuse, dim=shape, inputs=[u, k], outputs=[u1])
+    tape.backward(grads={u1: wp.array(g, dtype=wp.float64)})
+    np.testing.assert_array_equal(u.grad.numpy(), diffuse_adjoint_reference(g, k))
+
+
+def test_row_parameter_sites(threading):
+    threading("serial")
+    rng = np.random.default_rng(3)
+    xs = rng.integers(-9, 9, (3, STRIP + 3)).astype(np.float64)
+    f = wp.zeros((4, STRIP + 4), dtype=wp.float64)
+    wp.launch(row_shift, dim=xs.shape, inputs=[wp.array(xs, dtype=wp.float64), 2], outputs=[f])
+    expected = np.zeros((4, STRIP + 4))
+    expected[2, 1:STRIP + 4] = xs.sum(axis=0)
+    np.testing.assert_array_equal(f.numpy(), expected)
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (4, 11)])
+def test_stencil_gradients_match_finite_differences(shape):
+    rng = np.random.default_rng(sum(shape))
+
+    def run(a):
+        wp.launch(diffuse, dim=shape, inputs=[a["u"], 0.3], outputs=[a["u1"]])
+
+    check_tape(run, {"u": rng.standard_normal(shape)}, {"u1": np.zeros(shape)},
+               {"u": wp.float64, "u1": wp.float64})
