@@ -61,15 +61,16 @@ def row_shift(x: wp.array2d(dtype=wp.float64), r: int, f: wp.array2d(dtype=wp.fl
 def row_shift_rebound(x: wp.array2d(dtype=wp.float64), r: int,
                       f: wp.array2d(dtype=wp.float64)):
     i, j = wp.tid()
-    r = r + j  # now the row changes with j
-    wp.atomic_add(f, r, j + 1, x[i, j])
+    r = r + j  # now the row changes with j: a scattered site
+    wp.atomic_add(f, r, j + 1, wp.exp(x[i, j]))
 
 
 @wp.kernel
 def guarded(x: wp.array(dtype=wp.float64), f: wp.array(dtype=wp.float64)):
     i = wp.tid()
+    wp.atomic_add(f, i, x[i])
     if x[i] > 0.0:
-        wp.atomic_add(f, i + 1, x[i])
+        wp.atomic_add(f, i + 1, x[i])  # stays (not once per thread): so does the first
 
 
 @wp.kernel
@@ -79,29 +80,62 @@ def reads_back(x: wp.array(dtype=wp.float64), f: wp.array(dtype=wp.float64)):
 
 
 @wp.kernel
+def springs(x: wp.array(dtype=wp.vec3d), si: wp.array(dtype=int), sj: wp.array(dtype=int),
+            f: wp.array(dtype=wp.vec3d)):
+    s = wp.tid()
+    i = si[s]
+    j = sj[s]
+    d = x[j] - x[i]
+    fs = wp.length(d) * d
+    wp.atomic_add(f, i, fs)
+    wp.atomic_sub(f, j, fs)
+    wp.atomic_add(f, i + 1, 0.5 * fs)  # i is loaded: i + 1 is anywhere too
+
+
+def springs_reference(xs, si, sj, size):
+    d = xs[sj] - xs[si]
+    fs = np.linalg.norm(d, axis=1, keepdims=True) * d
+    f = np.zeros((size, 3))
+    np.add.at(f, si, fs)
+    np.add.at(f, sj, -fs)
+    np.add.at(f, si + 1, 0.5 * fs)
+    return f
+
+
+@wp.kernel
 def partly_random(x: wp.array(dtype=wp.float64), idx: wp.array(dtype=int),
                   f: wp.array(dtype=wp.float64)):
     i = wp.tid()
-    wp.atomic_add(f, i + 1, x[i])
-    wp.atomic_add(f, idx[i], x[i])  # stays: the loop cannot vectorize, so neither moves
+    wp.atomic_add(f, i + 1, wp.exp(x[i]))
+    wp.atomic_add(f, idx[i], x[i])
 
 
 @wp.kernel
 def diagonal(x: wp.array2d(dtype=wp.float64), f: wp.array2d(dtype=wp.float64)):
     i, j = wp.tid()
-    wp.atomic_add(f, j, j + 1, x[i, j])  # the row follows j too
+    wp.atomic_add(f, j, j + 1, wp.exp(x[i, j]))  # the row follows j too: a scattered site
+
+
+@wp.kernel
+def histogram(x: wp.array(dtype=wp.float64), idx: wp.array(dtype=int),
+              f: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    wp.atomic_add(f, idx[i], x[i])  # no work to vectorize: buffers would only cost
 
 
 @wp.kernel
 def vectors(x: wp.array(dtype=wp.vec3d), f: wp.array(dtype=wp.vec3d)):
     i = wp.tid()
-    wp.atomic_add(f, i + 1, x[i])
+    wp.atomic_add(f, i + 1, x[i])  # offset sites followed by a component index
 
 
-def _strip_mined(kernel, rank: int, adjoint: bool) -> bool:
+def _strip_mined(kernel, rank: int, adjoint: bool) -> str | None:
+    """The deferred part of the generated function (its flush loops), or None."""
     source = kernel.source(dim=rank)
     part = source.split(f"def {kernel.key.split('.')[-1]}_adjoint")[1 if adjoint else 0]
-    return "for rt_strip in range(" in part
+    if "for rt_strip in range(" not in part:
+        return None
+    return part.split("for rt_s in range(rt_strip_end - rt_strip):", 1)[1]
 
 
 @pytest.fixture
@@ -120,14 +154,31 @@ def test_neighbour_adds_move_out_of_the_thread_loop():
     threads = source.split("for t1 in range(rt_strip, rt_strip_end):")[1].split("if has_adj_u:")[0]
     assert "rep_view_adj_u[" not in threads  # the thread loop only fills buffers
     assert threads.count("rt_buf_") == 2  # k * g for four neighbours, its own adjoint for one
-    assert source.count("for rt_s in range(rt_strip_end - rt_strip):") == 5
+    assert source.count("for rt_s in range(rt_strip_end - rt_strip):") == 5  # one per site
     assert "uint64(rt_strip + rt_s - 1)" in source and "uint64(rt_strip + rt_s + 1)" in source
     assert _strip_mined(spread, 1, adjoint=False)
     assert _strip_mined(row_shift, 2, adjoint=False)
+    flush = _strip_mined(vectors, 1, adjoint=False)
+    assert "rep_view_f[uint64(rt_strip + rt_s + 1), uint64(i32_2)]" in flush
 
 
-@pytest.mark.parametrize("kernel,rank", [(row_shift_rebound, 2), (guarded, 1), (reads_back, 1),
-                                         (partly_random, 1), (diagonal, 2), (vectors, 1)])
+def test_scattered_adds_share_buffers_and_one_flush_loop():
+    scattered = [line.strip() for line in
+                 _strip_mined(springs, 1, adjoint=False).split("\n\n")[0].strip().splitlines()]
+    assert len(scattered) == 9  # one loop, in the order each thread ran them
+    assert [line.split("]")[0] for line in scattered[:3]] == ["rep_view_f[rt_buf_2[uint64(rt_s)"] * 3
+    index_buffers = {line.split("[")[1] for line in scattered}
+    assert len(index_buffers) == 3  # i, j and i + 1, each stored once
+    source = springs.source().split("def springs_adjoint")[0]
+    assert source.count("np.empty(512") == 3 + 3 + 3  # i, j, i + 1; fs; 0.5 * fs
+    for kernel, rank in ((row_shift_rebound, 2), (diagonal, 2)):
+        assert "rt_buf" in _strip_mined(kernel, rank, adjoint=False).split("+=")[0]
+    loops = _strip_mined(partly_random, 1, adjoint=False).split("for rt_s in range(")
+    assert len(loops) == 2  # the offset site's own loop, then the scattered one
+    assert "rep_view_f[uint64(rt_strip + rt_s + 1)]" in loops[0]
+
+
+@pytest.mark.parametrize("kernel,rank", [(guarded, 1), (reads_back, 1), (histogram, 1)])
 def test_sites_that_cannot_move_stay(kernel, rank):
     assert not _strip_mined(kernel, rank, adjoint=False)
 
@@ -188,3 +239,35 @@ def test_stencil_gradients_match_finite_differences(shape):
 
     check_tape(run, {"u": rng.standard_normal(shape)}, {"u1": np.zeros(shape)},
                {"u": wp.float64, "u1": wp.float64})
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto", "replicate"])
+@pytest.mark.parametrize("n", [1, 3, STRIP, STRIP + 1, 3 * STRIP - 2])
+def test_scattered_adds_equal_the_reference(threading, mode, n):
+    threading(mode)
+    rng = np.random.default_rng(n)
+    size = 40
+    xs = rng.integers(-4, 5, (size, 3)).astype(np.float64)
+    si = rng.integers(0, size - 1, n).astype(np.int32)
+    sj = rng.integers(0, size, n).astype(np.int32)
+    f = wp.zeros(size, dtype=wp.vec3d)
+    wp.launch(springs, dim=n, inputs=[wp.array(xs, dtype=wp.vec3d), wp.array(si, dtype=int),
+                                      wp.array(sj, dtype=int)], outputs=[f])
+    np.testing.assert_allclose(f.numpy(), springs_reference(xs, si, sj, size), rtol=1e-12,
+                               atol=1e-9)
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_scattered_adjoint_gradients(threading, mode):
+    threading(mode)
+    rng = np.random.default_rng(7)
+    size, n = 30, STRIP + 40
+    si = rng.integers(0, size - 1, n)
+    sj = (si + rng.integers(1, size - 1, n)) % (size - 1)
+
+    def run(a):
+        wp.launch(springs, dim=n, inputs=[a["x"], a["si"], a["sj"]], outputs=[a["f"]])
+
+    check_tape(run, {"x": rng.standard_normal((size, 3))},
+               {"f": np.zeros((size, 3)), "si": si, "sj": sj},
+               {"x": wp.vec3d, "f": wp.vec3d, "si": wp.int32, "sj": wp.int32})

@@ -245,7 +245,7 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
                       if _only_through_replica(array, lines, writer)}
         if deferrable:
             deferred = _write_bodies(kernel, bodies, analysis, variant, adjoint, deferrable)
-            if deferred[2] is not None and deferred[2].adds and not deferred[2].kept:
+            if deferred[2] is not None and deferred[2].pays(bodies[-1]):
                 writer, inners, strips = deferred
 
     copies = _scalar_param_copies(kernel, body)

@@ -66,10 +66,10 @@ class ExprCoder:
         self.replica_sites.setdefault(array, []).append(indices)
         view = naming.replica_view(array)
         codes = self.index_codes(indices, temps, ref)
-        if self.strips is not None and out.level == 0 and dtypes.is_float(ref.dtype):
-            element = dtypes.float32 if ref.dtype is dtypes.float16 else ref.dtype
-            unsigned = is_nonnegative(indices[-1], self.nonnegative)
-            lines = self.strips.defer(view, indices, codes, unsigned, sign, value, guard,
+        element = dtypes.scalar_of(ref.dtype)
+        if self.strips is not None and out.level == 0 and dtypes.is_float(element):
+            element = dtypes.float32 if element is dtypes.float16 else element
+            lines = self.strips.defer(view, indices, codes, self.nonnegative, sign, value, guard,
                                       element.__name__)
             if lines is not None:
                 for line in lines:
