@@ -6,6 +6,7 @@ was given. The Tape calls ``run_adjoint`` directly, so ``backward()`` never reco
 
 from __future__ import annotations
 
+import operator
 import sys
 from dataclasses import dataclass
 
@@ -118,6 +119,14 @@ class LaunchPlan:
         # Generated-code array symbol → its index among the packed arguments / adjoint buffers.
         self.positions = {p.symbol: k for k, p in enumerate(ir_.flat_params())}
         self.array_positions = [k for k, p in enumerate(ir_.flat_params()) if p.is_array]
+        # The packed array arguments as a list, for the overlap check (a C-level getter).
+        getter = operator.itemgetter(*self.array_positions) if self.array_positions else None
+        if len(self.array_positions) == 1:
+            self.packed_arrays = lambda packed: [getter(packed)]
+        elif getter is not None:
+            self.packed_arrays = lambda packed: list(getter(packed))
+        else:
+            self.packed_arrays = lambda packed: []
         self.adjoint_positions = {leaf.symbol: k for k, (_, _, leaf) in
                                   enumerate(self.flat_arrays)}
 
@@ -415,15 +424,23 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
     Compiled code assumes its array arguments never overlap (so LLVM can vectorize); a launch
     passing overlapping arrays (``inputs=[x, x]``) runs serially on a variant without that
     assumption, whatever ``cpu_parallel`` asks: with it, adds into one adjoint through two
-    parameters could be lost."""
+    parameters could be lost. ``receiver``: see ``_threading``; None in a forward launch (the
+    packed argument of each parameter)."""
     if _overlapping(arrays):
         how, noalias = _SERIAL, False
     else:
-        how = _threading(kernel, dims, total, adjoint, receiver, args, plan.positions)
+        mode = config.cpu_parallel
+        if mode == "serial" or (mode == "auto" and total < config.parallel_threshold):
+            how = _SERIAL  # the common small launch, without the call
+        else:
+            receiver = receiver or _forward_receiver(plan, args)
+            how = _threading(kernel, dims, total, adjoint, receiver, args, plan.positions)
         noalias = True
     program = kernel.program(len(dims), how.atomic, noalias)
     fn = program.adjoint if adjoint else program.forward
     views = program.views[adjoint]
+    if views and receiver is None:
+        receiver = _forward_receiver(plan, args)
     try:
         if how.chunks == 1:  # serial: each view argument is its array itself
             if views:
@@ -437,13 +454,22 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
         _reraise(kernel, "adjoint" if adjoint else "forward", program, err)
 
 
+def _forward_receiver(plan: LaunchPlan, packed: list):
+    """A forward launch's ``receiver``: each parameter's packed argument, always receiving."""
+    return lambda symbol: (packed[plan.positions[symbol]], True)
+
+
 def _overlapping(arrays: list) -> bool:
     """Whether two of these numpy arrays share memory (one array passed twice, views of one
     base array, wrappers of one external buffer). Distinct fields of one struct array do not."""
+    if len(arrays) == 2:  # the usual case: two arrays, each owning its memory
+        first, second = arrays
+        if first.base is None and second.base is None:
+            return first is second
     for a in arrays:
         if a.base is not None:
             break
-    else:  # the usual case: every array owns its memory
+    else:  # every array owns its memory
         return len(set(map(id, arrays))) < len(arrays)
     by_root: dict[int, list] = {}
     for a in arrays:
@@ -468,8 +494,7 @@ def _run_forward(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], args: 
     total = dims[0] if len(dims) == 1 else _total(dims)
     if total == 0:
         return
-    _execute(kernel, plan, dims, total, False, packed, [packed[k] for k in plan.array_positions],
-             lambda symbol: (packed[plan.positions[symbol]], True))
+    _execute(kernel, plan, dims, total, False, packed, plan.packed_arrays(packed), None)
     _write_back(plan, args, packed, kernel)
 
 
@@ -517,7 +542,7 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
         at = plan.adjoint_positions[symbol]
         return buffers[at], has[at]
 
-    arrays = [packed[k] for k in plan.array_positions]
+    arrays = plan.packed_arrays(packed)
     arrays += [b for b, flag in zip(buffers, has) if flag]
     _execute(kernel, plan, dims, total, True, packed + buffers + has + consume, arrays,
              receiver)
@@ -534,12 +559,6 @@ class Launch:
 
     def launch(self, stream=None) -> None:
         run_forward(self.kernel, self.dim, list(self.inputs) + list(self.outputs))
-
-
-def caller_metadata(depth: int = 2) -> dict:
-    frame = sys._getframe(depth)
-    code = frame.f_code
-    return {"caller": {"file": code.co_filename, "lineno": frame.f_lineno, "func": code.co_name}}
 
 
 def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), device=None,
@@ -580,7 +599,11 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
         pack_arguments(kernel, args)
         return Launch(kernel, dims, inputs, outputs, resolved)
     active = tape_module._active if record_tape else None
-    metadata = caller_metadata() if active is not None else None
+    if active is not None:
+        frame = sys._getframe(1)  # where the user launched it (tape visualization, warnings)
+        code = frame.f_code
+        metadata = {"caller": {"file": code.co_filename, "lineno": frame.f_lineno,
+                               "func": code.co_name}}
     if adjoint:
         run_adjoint(kernel, dims, args, list(adj_inputs) + list(adj_outputs))
     else:

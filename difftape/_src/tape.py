@@ -144,14 +144,17 @@ class Tape:
                 continue
             args = [*inputs, *outputs]
             adjoints = []
-            for a in args:  # get_adjoint, with arrays inline (this loop runs per launch)
-                if a.__class__ is array:
+            for a in args:  # get_adjoint, with arrays and scalars inline (runs per launch)
+                cls = a.__class__
+                if cls is array:
                     grad = a._grad
                     if grad is not None and grad._data.size:
                         gradients[a] = grad
                         adjoints.append(grad)
                     else:
                         adjoints.append(None)
+                elif cls is float or cls is int:
+                    adjoints.append(None)
                 else:
                     adjoints.append(self.get_adjoint(a))
             dims = (dim,) if dim.__class__ is int else tuple(dim)
