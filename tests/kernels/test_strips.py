@@ -163,9 +163,12 @@ def test_neighbour_adds_move_out_of_the_thread_loop():
 
 
 def test_scattered_adds_share_buffers_and_one_flush_loop():
-    scattered = [line.strip() for line in
-                 _strip_mined(springs, 1, adjoint=False).split("\n\n")[0].strip().splitlines()]
+    flush = _strip_mined(springs, 1, adjoint=False).split("\n\n")[0]
+    scattered = [line.strip() for line in flush.splitlines() if "= rt_buf" in line]
     assert len(scattered) == 9  # one loop, in the order each thread ran them
+    prefetched = [line.strip() for line in flush.splitlines() if "rt_prefetch" in line]
+    assert len(prefetched) == 3  # the rows at i, j and i + 1 of the thread 16 ahead
+    assert "rt_buf_2[uint64(rt_s + 16)]" in prefetched[0]
     assert [line.split("]")[0] for line in scattered[:3]] == ["rep_view_f[rt_buf_2[uint64(rt_s)"] * 3
     index_buffers = {line.split("[")[1] for line in scattered}
     assert len(index_buffers) == 3  # i, j and i + 1, each stored once

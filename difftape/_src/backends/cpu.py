@@ -293,6 +293,7 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
     setup += stacks + privates
     if strips is not None:
         setup += strips.allocations()
+        writer.runtime |= strips.runtime()
     if variant.flush_denormals:  # per call: each thread running a chunk sets its own state
         writer.runtime.update(("rt_fp_control", "rt_set_fp_control"))
         setup.append("rt_fp_saved = rt_fp_control(); "

@@ -54,6 +54,31 @@ def _atomic(float_op: str, int_op: str):
     return atomic
 
 
+@intrinsic
+def rt_prefetch(typingctx, arr, idx):
+    """Ask the CPU to bring ``arr[idx]``'s cache line in, for writing (a hint: never faults)."""
+    if not isinstance(arr, types.Array) or not isinstance(idx, types.BaseTuple):
+        return None
+    nidx = len(idx)
+    sig = types.void(arr, types.UniTuple(types.intp, nidx))
+
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        indices = cgutils.unpack_tuple(builder, args[1], nidx)
+        ptr = cgutils.get_item_pointer(context, builder, signature.args[0], array, indices,
+                                       wraparound=True)
+        byte_ptr = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        prefetch = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32]),
+            "llvm.prefetch.p0i8")
+        # write, high temporal locality, data cache
+        builder.call(prefetch, [builder.bitcast(ptr, byte_ptr), i32(1), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 rt_atomic_add = _atomic("fadd", "add")
 rt_atomic_sub = _atomic("fsub", "sub")
 rt_atomic_min = _atomic("fmin", "min")
