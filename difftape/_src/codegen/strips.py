@@ -134,10 +134,11 @@ class Strips:
     def pays(self, body: list[ir.Stmt]) -> bool:
         """Whether deferring what was deferred should speed ``body`` up. Offset sites always
         do (their flush loops vectorize too). Scattered ones cost a buffer store and load
-        per value and index: a histogram's ``f[idx[i]] += x[i]`` ran 30% slower deferred, the
-        same with ``sin(x[i]) * 2.0`` 2.5x faster, mass-spring's forces 15% (forward) and 2x
-        (adjoint) faster. They need floating-point work in the thread loop: an arithmetic
-        operation counts 1, any other builtin 8, and two per scattered site are needed."""
+        per value and index: a histogram's ``f[idx[i]] += x[i]`` ran 30% slower deferred (and
+        still 10% with the prefetches), the same with ``sin(x[i]) * 2.0`` 2.5x faster,
+        mass-spring's forces 20% (forward) and 2x (adjoint) faster. They need floating-point
+        work in the thread loop: an arithmetic operation counts 1, any other builtin 8, and
+        two per scattered site are needed."""
         if self.kept or not self.adds:
             return False
         scattered = sum(add.offset is None for add in self.adds)
