@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import difftape as wp
-from difftape._src.codegen.strips import STRIP
+from difftape._src.codegen.strips import MIN_STRIPPED, STRIP
 from tests.fdcheck import check_tape
 
 
@@ -173,7 +173,7 @@ def test_scattered_adds_share_buffers_and_one_flush_loop():
     index_buffers = {line.split("[")[1] for line in scattered}
     assert len(index_buffers) == 3  # i, j and i + 1, each stored once
     source = springs.source().split("def springs_adjoint")[0]
-    assert source.count("np.empty(512") == 3 + 3 + 3  # i, j, i + 1; fs; 0.5 * fs
+    assert source.count("rt_stack_array(512") == 3 + 3 + 3  # i, j, i + 1; fs; 0.5 * fs
     for kernel, rank in ((row_shift_rebound, 2), (diagonal, 2)):
         assert "rt_buf" in _strip_mined(kernel, rank, adjoint=False).split("+=")[0]
     loops = _strip_mined(partly_random, 1, adjoint=False).split("for rt_s in range(")
@@ -222,15 +222,27 @@ def test_stencil_adjoint_equals_the_reference(threading, mode, shape):
     np.testing.assert_array_equal(u.grad.numpy(), diffuse_adjoint_reference(g, k))
 
 
-def test_row_parameter_sites(threading):
+@pytest.mark.parametrize("width", [5, MIN_STRIPPED, STRIP + 3])
+def test_row_parameter_sites(threading, width):
     threading("serial")
     rng = np.random.default_rng(3)
-    xs = rng.integers(-9, 9, (3, STRIP + 3)).astype(np.float64)
-    f = wp.zeros((4, STRIP + 4), dtype=wp.float64)
+    xs = rng.integers(-9, 9, (3, width)).astype(np.float64)
+    f = wp.zeros((4, width + 1), dtype=wp.float64)
     wp.launch(row_shift, dim=xs.shape, inputs=[wp.array(xs, dtype=wp.float64), 2], outputs=[f])
-    expected = np.zeros((4, STRIP + 4))
-    expected[2, 1:STRIP + 4] = xs.sum(axis=0)
+    expected = np.zeros((4, width + 1))
+    expected[2, 1:] = xs.sum(axis=0)
     np.testing.assert_array_equal(f.numpy(), expected)
+
+
+def test_short_rows_run_the_body_that_adds_in_place():
+    forward = row_shift.source(dim=2).split("def row_shift_adjoint")[0]
+    strips, plain = forward.split(f"if dim1 - 0 >= {MIN_STRIPPED}:")[1].split("else:")
+    assert "for rt_strip in range(0, dim1, 512):" in strips and "rep_view_f[" not in \
+        strips.split("for rt_s")[0]
+    assert "for t1 in range(0, dim1):" in plain and "rep_view_f[" in plain
+    adjoint = diffuse.source(dim=2).split("def diffuse_adjoint")[1]
+    assert f"if rt_inner_hi - rt_inner_lo >= {MIN_STRIPPED}:" in adjoint  # else: all in place
+    assert "MIN_STRIPPED" not in spread.source() and "if lo" not in spread.source()
 
 
 @pytest.mark.parametrize("shape", [(3, 4), (4, 11)])

@@ -27,7 +27,7 @@ from ..codegen.forward import ForwardWriter
 from ..codegen.offsets import RowWindow, definitions, row_window
 from ..codegen.signs import nonnegative_locals
 from ..codegen.splits import Split, interior_split
-from ..codegen.strips import STRIP, Strips, plan
+from ..codegen.strips import MIN_STRIPPED, STRIP, Strips, plan
 from ..codegen.structure import structure
 from ..errors import InternalError
 from ..frontend import ir
@@ -108,8 +108,13 @@ def _thread_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, sta
                   split: Split | None, bodies: list[list[str]], strips: Strips | None) -> None:
     """The per-thread loop nest over this chunk's rows ``lo:hi`` of the first dimension, each
     thread running ``bodies[0]``; with a split, the innermost dimension's interior threads run
-    ``bodies[1]`` (``codegen/splits.py``), in a loop of their own before the edge threads. The
-    last body's loop runs in strips when it defers adds (``codegen/strips.py``)."""
+    ``bodies[1]`` (``codegen/splits.py``), in a loop of their own before the edge threads.
+
+    With ``strips``, the last body defers adds (``codegen/strips.py``) and its loop runs in
+    strips, where it is long enough: a launch of ``(n, 4)`` has nothing to vectorize, and the
+    buffers and flush loops would double its cost. A shorter innermost loop runs ``bodies[0]``
+    from start to end instead (a deferring body is never the first in a multi-dimensional
+    launch: ``_write_bodies``)."""
     for line in stacks:
         out.line(line)
     last = variant.rank - 1
@@ -120,31 +125,51 @@ def _thread_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, sta
         out.line(f"for t{k} in range(dim{k}):")
         out.level += 1
     start, stop = ("lo", "hi") if last == 0 else ("0", f"dim{last}")
-    if split is None:
-        _innermost_loop(kernel, variant, out, start, stop, bodies[0], strips)
+    interior = (start, stop)
+    if split is not None:
+        lower = ", ".join(str(k) for k in split.lower)
+        ends = [f"{param}.shape[{axis}]{plus(offset + 1)}" if param is not None
+                else str(offset + 1) for param, axis, offset in split.upper]
+        out.line(f"rt_inner_lo = max({start}, {lower})" if lower else f"rt_inner_lo = {start}")
+        out.line(f"rt_inner_hi = max(rt_inner_lo, min({', '.join([stop] + ends)}))")
+        interior = ("rt_inner_lo", "rt_inner_hi")
+    if strips is None:
+        _loop(kernel, variant, out, *interior, bodies[-1])
+        _edges(kernel, variant, out, start, stop, split, bodies[0])
         return
-    lower = ", ".join(str(k) for k in split.lower)
-    ends = [f"{param}.shape[{axis}]{plus(offset + 1)}" if param is not None else str(offset + 1)
-            for param, axis, offset in split.upper]
-    out.line(f"rt_inner_lo = max({start}, {lower})" if lower else f"rt_inner_lo = {start}")
-    out.line(f"rt_inner_hi = max(rt_inner_lo, min({', '.join([stop] + ends)}))")
-    _innermost_loop(kernel, variant, out, "rt_inner_lo", "rt_inner_hi", bodies[1], strips)
+    if len(bodies) == 1:  # one-dimensional, no split: every chunk of rows runs in strips
+        _strips(kernel, variant, out, start, stop, bodies[0], strips)
+        return
+    with out.block(f"if {interior[1]} - {interior[0]} >= {MIN_STRIPPED}:"):
+        _strips(kernel, variant, out, *interior, bodies[-1], strips)
+        _edges(kernel, variant, out, start, stop, split, bodies[0])
+    with out.block("else:"):
+        _loop(kernel, variant, out, start, stop, bodies[0])
+
+
+def _loop(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, start: str, stop: str,
+          body: list[str]) -> None:
+    with out.block(f"for t{variant.rank - 1} in range({start}, {stop}):"):
+        _thread_body(kernel, variant, out, body)
+
+
+def _edges(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, start: str, stop: str,
+           split: Split | None, body: list[str]) -> None:
+    """The threads outside a split's interior, after it."""
+    if split is None:
+        return
+    last = variant.rank - 1
     with out.block(f"for rt_edge in range({stop} - {start} - (rt_inner_hi - rt_inner_lo)):"):
         out.line(f"t{last} = {start} + rt_edge")
         out.line(f"if t{last} >= rt_inner_lo: t{last} += rt_inner_hi - rt_inner_lo")
-        _thread_body(kernel, variant, out, bodies[0])
+        _thread_body(kernel, variant, out, body)
 
 
-def _innermost_loop(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, start: str,
-                    stop: str, body: list[str], strips: Strips | None) -> None:
-    last = variant.rank - 1
-    if strips is None or not strips.adds:
-        with out.block(f"for t{last} in range({start}, {stop}):"):
-            _thread_body(kernel, variant, out, body)
-        return
+def _strips(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, start: str, stop: str,
+            body: list[str], strips: Strips) -> None:
     with out.block(f"for rt_strip in range({start}, {stop}, {STRIP}):"):
         out.line(f"rt_strip_end = min(rt_strip + {STRIP}, {stop})")
-        with out.block(f"for t{last} in range(rt_strip, rt_strip_end):"):
+        with out.block(f"for t{variant.rank - 1} in range(rt_strip, rt_strip_end):"):
             _thread_body(kernel, variant, out, body)
         for line in strips.flush():
             out.line(line)
@@ -174,15 +199,19 @@ def _scalar_param_copies(kernel: ir.KernelIR, body: list[ir.Stmt]) -> set[str]:
 def _write_bodies(kernel: ir.KernelIR, bodies: list[list[ir.Stmt]], analysis,
                   variant: Variant, adjoint: bool, deferrable: set[str] = frozenset()):
     """One writer over every body (the plain one, and a split's interior copy), so that the
-    bodies share names, constants, replicas and stacks; one builder of code per body. The last
-    body defers its adds into the replica views ``deferrable`` where it can; the plan of what
-    it deferred is returned with the writer (None: nothing to defer)."""
+    bodies share names, constants, replicas and stacks; one builder of code per body. With
+    replica views ``deferrable``, the last body defers its adds into those views where it can
+    (a lone body of a multi-dimensional launch is written twice, the second copy deferring:
+    ``_thread_loops`` runs the first where rows are short); the plan of what it deferred is
+    returned with the writer (None: nothing to defer)."""
     writer_cls = AdjointWriter if adjoint else ForwardWriter
     sites = None if variant.parallel else scatter_sites(bodies[0], kernel, analysis)
     writer = writer_cls(kernel, analysis, variant.parallel, variant.debug, sites)
     inners, reverse_lines = [], []
     plain = writer.nonnegative
     strips = plan(kernel, bodies[-1], variant.rank, analysis.single_assigned, deferrable)
+    if strips is not None and len(bodies) == 1 and variant.rank > 1:
+        bodies = bodies + [bodies[0]]
     for k, body in enumerate(bodies):
         writer.strips = strips if k == len(bodies) - 1 else None
         # An interior copy computes the same values where it runs: the plain body's proofs
@@ -247,6 +276,8 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
             deferred = _write_bodies(kernel, bodies, analysis, variant, adjoint, deferrable)
             if deferred[2] is not None and deferred[2].pays(bodies[-1]):
                 writer, inners, strips = deferred
+            else:
+                strips = None
 
     copies = _scalar_param_copies(kernel, body)
     flat = kernel.flat_params()

@@ -79,6 +79,29 @@ def rt_prefetch(typingctx, arr, idx):
     return sig, codegen
 
 
+@intrinsic
+def rt_stack_array(typingctx, size, dtype):
+    """An uninitialised 1-D array of ``size`` (a literal) ``dtype`` elements in the calling
+    function's stack frame: no allocation at run time, no ``np.empty`` to type when compiling
+    (its first use costs a process 0.25 s), and LLVM knows it overlaps no argument."""
+    if not isinstance(size, types.IntegerLiteral) or not isinstance(dtype, types.NumberClass):
+        return None
+    count, element = size.literal_value, dtype.instance_type
+    array_type = types.Array(element, 1, "C")
+
+    def codegen(context, builder, signature, args):
+        data_type = context.get_data_type(element)
+        data = cgutils.alloca_once(builder, data_type, size=count)  # in the entry block
+        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(data_type))
+        array = context.make_array(array_type)(context, builder)
+        context.populate_array(array, data=data,
+                               shape=[context.get_constant(types.intp, count)],
+                               strides=[itemsize], itemsize=itemsize, meminfo=None)
+        return array._getvalue()
+
+    return array_type(size, dtype), codegen
+
+
 rt_atomic_add = _atomic("fadd", "add")
 rt_atomic_sub = _atomic("fsub", "sub")
 rt_atomic_min = _atomic("fmin", "min")

@@ -43,6 +43,7 @@ from .splits import innermost_thread_index
 
 STRIP = 512  # threads per strip: every buffer stays in L1 (2-4 KiB)
 PREFETCH = 16  # how many threads ahead the flush of scattered sites prefetches their rows
+MIN_STRIPPED = 16  # shorter innermost loops run the body that adds in place
 
 # Builtins that compute their result from their arguments alone.
 _PURE = frozenset({"add", "sub", "mul", "div", "floordiv", "mod", "min", "max", "clamp", "abs",
@@ -145,12 +146,14 @@ class Strips:
         return scattered == 0 or _float_work(body) >= 2 * scattered
 
     def runtime(self) -> set[str]:
-        """The runtime helpers (``cpu_runtime.py``) the flush loops call."""
-        return {"rt_prefetch"} if any(add.offset is None for add in self.adds) else set()
+        """The runtime helpers (``cpu_runtime.py``) the buffers and flush loops use."""
+        scattered = any(add.offset is None for add in self.adds)
+        return {"rt_stack_array"} | ({"rt_prefetch"} if scattered else set())
 
     def allocations(self) -> list[str]:
-        """The strip buffers, allocated once per call."""
-        return [f"{name} = np.empty({STRIP}, np.{dtype})" for name, dtype in self.buffers.values()]
+        """The strip buffers, on the stack of each call."""
+        return [f"{name} = rt_stack_array({STRIP}, np.{dtype})"
+                for name, dtype in self.buffers.values()]
 
     def flush(self) -> list[str]:
         """After a strip ``rt_strip:rt_strip_end``: a loop per offset site, then one loop over the
