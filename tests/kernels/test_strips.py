@@ -286,3 +286,88 @@ def test_scattered_adjoint_gradients(threading, mode):
     check_tape(run, {"x": rng.standard_normal((size, 3))},
                {"f": np.zeros((size, 3)), "si": si, "sj": sj},
                {"x": wp.vec3d, "f": wp.vec3d, "si": wp.int32, "sj": wp.int32})
+
+
+@wp.struct
+class Field:
+    values: wp.array(dtype=wp.float32)
+    scale: wp.float32
+
+
+@wp.kernel
+def struct_scatter(x: wp.array(dtype=wp.float32), idx: wp.array(dtype=int), f: Field):
+    i = wp.tid()
+    wp.atomic_add(f.values, idx[i], wp.sin(x[i]) * f.scale)
+    wp.atomic_add(f.values, i + 1, wp.cos(x[i]))
+
+
+@wp.kernel
+def half_scatter(x: wp.array(dtype=wp.float32), f: wp.array(dtype=wp.float16)):
+    i = wp.tid()
+    wp.atomic_add(f, i + 1, wp.sin(x[i]))
+
+
+@wp.kernel
+def reassigned(x: wp.array(dtype=wp.float64), f: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    v = wp.sin(x[i])
+    wp.atomic_add(f, i + 1, v)
+    v = v * 3.0  # the second site must add the new value, not share the first one's buffer
+    wp.atomic_add(f, i, v)
+
+
+@wp.kernel
+def cube(u: wp.array3d(dtype=wp.float64), out: wp.array3d(dtype=wp.float64)):
+    i, j, k = wp.tid()
+    m = u.shape[2]
+    out[i, j, k] = u[i, j, wp.max(k - 1, 0)] * 2.0 + u[i, j, wp.min(k + 1, m - 1)] \
+        + wp.sin(u[i, j, k])
+
+
+def test_struct_fields_float16_and_rebound_values():
+    assert all(_strip_mined(k, 1, adjoint=False)
+               for k in (struct_scatter, half_scatter, reassigned))
+    rng = np.random.default_rng(0)
+    n = STRIP + 300
+    xs = rng.random(n).astype(np.float32)
+    idx = rng.integers(0, n + 1, n).astype(np.int32)
+    field = Field()
+    field.values = wp.zeros(n + 1, dtype=wp.float32)
+    field.scale = 2.0
+    wp.launch(struct_scatter, n, inputs=[wp.array(xs, dtype=wp.float32),
+                                         wp.array(idx, dtype=int), field])
+    expected = np.zeros(n + 1)
+    np.add.at(expected, idx, 2.0 * np.sin(xs.astype(np.float64)))
+    expected[1:] += np.cos(xs.astype(np.float64))
+    np.testing.assert_allclose(field.values.numpy(), expected, rtol=1e-5, atol=1e-5)
+
+    halves = wp.zeros(n + 1, dtype=wp.float16)
+    wp.launch(half_scatter, n, inputs=[wp.array(xs, dtype=wp.float32), halves])
+    assert np.array_equal(halves.numpy()[1:], np.sin(xs).astype(np.float16))
+
+    x64 = rng.random(n)
+    f = wp.zeros(n + 1, dtype=wp.float64)
+    wp.launch(reassigned, n, inputs=[wp.array(x64, dtype=wp.float64), f])
+    expected = np.zeros(n + 1)
+    expected[1:] += np.sin(x64)
+    expected[:-1] += 3.0 * np.sin(x64)
+    np.testing.assert_allclose(f.numpy(), expected, rtol=1e-15)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5), (3, 2, STRIP + 9)])
+def test_three_dimensional_adjoint(shape):
+    assert "rt_strip" in cube.source(dim=3).split("def cube_adjoint")[1]
+    rng = np.random.default_rng(shape[2])
+    u = rng.standard_normal(shape)
+    g = rng.integers(-8, 8, shape).astype(np.float64)
+    ua = wp.array(u, dtype=wp.float64, requires_grad=True)
+    out = wp.zeros(shape, dtype=wp.float64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(cube, shape, inputs=[ua], outputs=[out])
+    tape.backward(grads={out: wp.array(g, dtype=wp.float64)})
+    k = np.arange(shape[2])
+    expected = np.cos(u) * g
+    np.add.at(expected, (slice(None), slice(None), np.maximum(k - 1, 0)), 2.0 * g)
+    np.add.at(expected, (slice(None), slice(None), np.minimum(k + 1, shape[2] - 1)), g)
+    np.testing.assert_allclose(ua.grad.numpy(), expected, rtol=1e-13, atol=1e-13)
