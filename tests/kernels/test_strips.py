@@ -14,9 +14,10 @@ from tests.fdcheck import check_tape
 @wp.kernel
 def spread(x: wp.array(dtype=wp.float64), f: wp.array(dtype=wp.float64)):
     i = wp.tid()
+    twice = 2.0 * x[i]
+    wp.atomic_add(f, i + 2, twice)
+    wp.atomic_sub(f, wp.clamp(i - 3, 0, f.shape[0] - 1), 1.5 * twice)  # an offset after the split
     wp.atomic_add(f, i, x[i])
-    wp.atomic_add(f, i + 2, 2.0 * x[i])
-    wp.atomic_sub(f, wp.clamp(i - 3, 0, f.shape[0] - 1), 3.0 * x[i])
 
 
 def spread_reference(xs: np.ndarray, size: int) -> np.ndarray:
