@@ -332,21 +332,17 @@ _SERIAL = Threading()
 
 def _threading(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool, receiver,
                args: list, positions: dict[str, int]) -> Threading:
-    """How to run one launch, from ``config.cpu_parallel``: "serial"; "parallel" (atomics at
-    scatter sites); "replicate" (per-chunk copies of the arrays scatter sites add into, or row
-    bands where every site stays near its row; atomics where a site is not a plain add); or
-    "auto": launches of at least ``parallel_threshold`` threads run on every thread when no
-    thread may update an element another updates, when row bands separate the updates, or when
-    per-chunk copies of the arrays updated are small next to the launch; serially otherwise (on
-    few cores, scattered float atomics cost more than a second core gives back, PERF-NOTES §3).
-    ``receiver(symbol)`` is the array a scatter site adds into in this launch and whether it
-    receives anything (False: an absent adjoint's stand-in); ``args[positions[symbol]]`` the
-    argument of a parameter."""
+    """How to run one launch that ``config.cpu_parallel`` does not keep serial (``_execute``
+    keeps "serial", ``config.deterministic`` and small "auto" launches serial): "parallel"
+    (atomics at scatter sites); "replicate" (per-chunk copies of the arrays scatter sites add
+    into, or row bands where every site stays near its row; atomics where a site is not a plain
+    add); or "auto": on every thread when no thread may update an element another updates, when
+    row bands separate the updates, or when per-chunk copies of the arrays updated are small
+    next to the launch; serially otherwise (on few cores, scattered float atomics cost more than
+    a second core gives back, PERF-NOTES §3). ``receiver(symbol)`` is the array a scatter site
+    adds into in this launch and whether it receives anything (False: an absent adjoint's
+    stand-in); ``args[positions[symbol]]`` the argument of a parameter."""
     mode = config.cpu_parallel
-    if config.deterministic or mode == "serial":  # parallel sums add in a varying order
-        return _SERIAL
-    if mode == "auto" and total < config.parallel_threshold:
-        return _SERIAL
     rows = dims[0]
     chunks = min(rows, numba.get_num_threads())
     if chunks <= 1:
@@ -430,8 +426,9 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
         how, noalias = _SERIAL, False
     else:
         mode = config.cpu_parallel
-        if mode == "serial" or (mode == "auto" and total < config.parallel_threshold):
-            how = _SERIAL  # the common small launch, without the call
+        if mode == "serial" or config.deterministic or (  # parallel sums vary in order
+                mode == "auto" and total < config.parallel_threshold):
+            how = _SERIAL
         else:
             receiver = receiver or _forward_receiver(plan, args)
             how = _threading(kernel, dims, total, adjoint, receiver, args, plan.positions)
