@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import difftape as wp
-from difftape._src.codegen.strips import MIN_STRIPPED, STRIP
+from difftape._src.codegen.strips import MAX_BUFFER_BYTES, MIN_STRIPPED, STRIP
 from tests.fdcheck import check_tape
 
 
@@ -372,3 +372,35 @@ def test_three_dimensional_adjoint(shape):
     np.add.at(expected, (slice(None), slice(None), np.maximum(k - 1, 0)), 2.0 * g)
     np.add.at(expected, (slice(None), slice(None), np.minimum(k + 1, shape[2] - 1)), g)
     np.testing.assert_allclose(ua.grad.numpy(), expected, rtol=1e-13, atol=1e-13)
+
+
+@wp.kernel
+def many_buffers(x: wp.array(dtype=wp.mat44d), idx: wp.array(dtype=int),
+                 f: wp.array(dtype=wp.mat44d)):
+    i = wp.tid()
+    m = x[i]
+    a = m[0, 0]
+    for_one = idx[i]  # plenty of float work: the buffers alone keep these adds in place
+    wp.atomic_add(f, for_one, m * (wp.sin(a) + wp.cos(a)))
+    wp.atomic_add(f, for_one + 1, m * (wp.sin(2.0 * a) + wp.cos(2.0 * a)))
+    wp.atomic_add(f, for_one + 2, m * (wp.sin(3.0 * a) + wp.cos(3.0 * a)))
+    wp.atomic_add(f, for_one + 3, m * (wp.sin(4.0 * a) + wp.cos(4.0 * a)))
+    wp.atomic_add(f, for_one + 4, m * (wp.sin(5.0 * a) + wp.cos(5.0 * a)))
+
+
+def test_kernels_needing_too_many_buffers_add_in_place():
+    assert 16 * 5 * STRIP * 8 > MAX_BUFFER_BYTES  # 80 float64 value buffers
+    assert not _strip_mined(many_buffers, 1, adjoint=False)
+    rng = np.random.default_rng(1)
+    n = 600
+    xs = rng.integers(-3, 4, (n, 4, 4)).astype(np.float64)
+    idx = rng.integers(0, 10, n).astype(np.int32)
+    f = wp.zeros(14, dtype=wp.mat44d)
+    wp.launch(many_buffers, n, inputs=[wp.array(xs, dtype=wp.mat44d), wp.array(idx, dtype=int)],
+              outputs=[f])
+    a = xs[:, 0, 0]
+    expected = np.zeros((14, 4, 4))
+    for k in range(5):
+        scale = np.sin((k + 1) * a) + np.cos((k + 1) * a)
+        np.add.at(expected, idx + k, xs * scale[:, None, None])
+    np.testing.assert_allclose(f.numpy(), expected, rtol=1e-12, atol=1e-12)

@@ -26,13 +26,17 @@ as it does between chunks. Sites are deferred when
 - its array is touched by nothing but such adds in the whole body (the writer's direct
   replicas), and the launcher guarantees arrays do not overlap (``Variant.noalias``): moving
   the adds then changes no value the body reads;
-- its elements are floats (scalars, or components of vectors and matrices).
+- its elements are floats (scalars, or components of vectors and matrices);
+- the thread loop has floating-point work to vectorize, and all buffers together fit in
+  ``MAX_BUFFER_BYTES`` of stack (``Strips.pays``).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from .. import dtypes
 from ..frontend import ir
@@ -44,6 +48,9 @@ from .splits import innermost_thread_index
 STRIP = 512  # threads per strip: every buffer stays in L1 (2-4 KiB)
 PREFETCH = 16  # how many threads ahead the flush of scattered sites prefetches their rows
 MIN_STRIPPED = 16  # shorter innermost loops run the body that adds in place
+# Buffers live on the stack of every call, chunks on pool threads included: kernels that
+# would need more keep their adds in place.
+MAX_BUFFER_BYTES = 256 * 1024
 
 # Builtins that compute their result from their arguments alone.
 _PURE = frozenset({"add", "sub", "mul", "div", "floordiv", "mod", "min", "max", "clamp", "abs",
@@ -141,6 +148,9 @@ class Strips:
         work in the thread loop: an arithmetic operation counts 1, any other builtin 8, and
         two per scattered site are needed."""
         if self.kept or not self.adds:
+            return False
+        size = sum(STRIP * np.dtype(dtype).itemsize for _, dtype in self.buffers.values())
+        if size > MAX_BUFFER_BYTES:
             return False
         scattered = sum(add.offset is None for add in self.adds)
         return scattered == 0 or _float_work(body) >= 2 * scattered
