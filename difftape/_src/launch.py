@@ -414,14 +414,15 @@ def _rank_error(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...]) -> Laun
 
 
 def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int, adjoint: bool,
-             args: list, arrays: list, receiver) -> None:
+             args: list, arrays: list, receiving: tuple[list, list] | None) -> None:
     """Pick the program and chunking for one launch and run it.
 
     Compiled code assumes its array arguments never overlap (so LLVM can vectorize); a launch
     passing overlapping arrays (``inputs=[x, x]``) runs serially on a variant without that
     assumption, whatever ``cpu_parallel`` asks: with it, adds into one adjoint through two
-    parameters could be lost. ``receiver``: see ``_threading``; None in a forward launch (the
-    packed argument of each parameter)."""
+    parameters could be lost. ``receiving``: the adjoint buffers and has-adjoint flags of an
+    adjoint launch (None in a forward one), from which ``_receiver`` makes ``_threading``'s
+    ``receiver`` when it is needed."""
     if _overlapping(arrays):
         how, noalias = _SERIAL, False
     else:
@@ -430,14 +431,13 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
                 mode == "auto" and total < config.parallel_threshold):
             how = _SERIAL
         else:
-            receiver = receiver or _forward_receiver(plan, args)
-            how = _threading(kernel, dims, total, adjoint, receiver, args, plan.positions)
+            how = _threading(kernel, dims, total, adjoint, _receiver(plan, args, receiving),
+                             args, plan.positions)
         noalias = True
     program = kernel.program(len(dims), how.atomic, noalias)
     fn = program.adjoint if adjoint else program.forward
     views = program.views[adjoint]
-    if views and receiver is None:
-        receiver = _forward_receiver(plan, args)
+    receiver = _receiver(plan, args, receiving) if views else None
     try:
         if how.chunks == 1:  # serial: each view argument is its array itself
             if views:
@@ -451,9 +451,15 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
         _reraise(kernel, "adjoint" if adjoint else "forward", program, err)
 
 
-def _forward_receiver(plan: LaunchPlan, packed: list):
-    """A forward launch's ``receiver``: each parameter's packed argument, always receiving."""
-    return lambda symbol: (packed[plan.positions[symbol]], True)
+def _receiver(plan: LaunchPlan, packed: list, receiving: tuple[list, list] | None):
+    """``receiver(symbol)``: the array a parameter's scatter sites add into, and whether it
+    receives anything: in a forward launch the packed argument (always); in an adjoint launch
+    its adjoint buffer and has-adjoint flag."""
+    if receiving is None:
+        return lambda symbol: (packed[plan.positions[symbol]], True)
+    buffers, has = receiving
+    return lambda symbol: (buffers[plan.adjoint_positions[symbol]],
+                           has[plan.adjoint_positions[symbol]])
 
 
 def _overlapping(arrays: list) -> bool:
@@ -535,14 +541,10 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
     if total == 0:
         return
 
-    def receiver(symbol):
-        at = plan.adjoint_positions[symbol]
-        return buffers[at], has[at]
-
     arrays = plan.packed_arrays(packed)
     arrays += [b for b, flag in zip(buffers, has) if flag]
     _execute(kernel, plan, dims, total, True, packed + buffers + has + consume, arrays,
-             receiver)
+             (buffers, has))
     for grad, data in staged:
         grad._data[...] = data
 

@@ -135,12 +135,16 @@ class Tape:
         from .launch import run_adjoint
 
         gradients = self.gradients
+        enabled: dict = {}  # kernel → whether its adjoint runs (warned about once if not)
         for record in reversed(self.launches):
             if callable(record):
                 record()
                 continue
             kernel, dim, _, inputs, outputs, _, _, metadata = record
-            if not kernel.enable_backward and not self._backward_enabled(kernel):
+            runs = enabled.get(kernel)
+            if runs is None:
+                runs = enabled[kernel] = kernel.enable_backward or self._backward_enabled(kernel)
+            if not runs:
                 continue
             args = [*inputs, *outputs]
             adjoints = []
