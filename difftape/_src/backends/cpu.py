@@ -23,6 +23,8 @@ from ..codegen import naming
 from ..codegen.activity import analyze, scatter_sites
 from ..codegen.adjoint import AdjointWriter
 from ..codegen.emitter import SourceBuilder, plus
+from ..codegen.interchange import Interchange, assigned as interchange_assigned
+from ..codegen.interchange import plan as interchange_plan
 from ..codegen.forward import ForwardWriter
 from ..codegen.offsets import RowWindow, definitions, row_window
 from ..codegen.signs import nonnegative_locals
@@ -253,10 +255,61 @@ def _reverse_reads(lines: list[str]) -> set[str]:
     return read
 
 
+def _write_interchanged(kernel: ir.KernelIR, swap: Interchange, analysis, variant: Variant):
+    """The forward's three phases (``codegen/interchange.py``): builders of the code before the
+    loop, of one iteration's body and of the code after it, and the loop's bounds."""
+    sites = None if variant.parallel else scatter_sites(kernel.body, kernel, analysis)
+    writer = ForwardWriter(kernel, analysis, variant.parallel, variant.debug, sites)
+    phases = [SourceBuilder(), SourceBuilder(), SourceBuilder()]
+    writer.write(swap.pre, phases[0], replay=False)
+    bounds = tuple(writer.code(e) for e in (swap.loop.start, swap.loop.stop, swap.loop.step))
+    writer.write(swap.loop.body, phases[1], replay=False)
+    writer.write(swap.post, phases[2], replay=False)
+    return writer, phases, bounds
+
+
+def _interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder,
+                        setup: list[str], prologue: list[str], phases, bounds,
+                        swap: Interchange, writer) -> None:
+    """The thread loop of an interchanged forward: per strip, every thread's code before the
+    loop, then the loop with the strip's threads inside it, then every thread's code after.
+    Each phase starts from the ``prologue`` (typed zeros of names read before they are set),
+    then takes the carried locals back, as the thread would have found them."""
+    for line in setup:
+        out.line(line)
+    before = interchange_assigned(swap.pre)
+    at = "uint64(t0 - rt_strip)"
+    with out.block(f"for rt_strip in range(lo, hi, {STRIP}):"):
+        out.line(f"rt_strip_end = min(rt_strip + {STRIP}, hi)")
+        with out.block("for t0 in range(rt_strip, rt_strip_end):"):
+            saves = [f"rt_carry_{v}[{at}] = {v if v in before else writer.zero(t)}"
+                     for v, t in swap.carried.items()]
+            _thread_body(kernel, variant, out, prologue + phases[0].lines + saves)
+        out.line(f"rt_start, rt_stop, rt_step = {', '.join(bounds)}")
+        with out.block("for rt_it in range(rt_start, rt_stop, rt_step):"):
+            out.line(f"{swap.loop.var} = int32(rt_it)")
+            loads = [f"{v} = rt_carry_{v}[{at}]" for v in swap.carried]
+            changed = interchange_assigned(swap.loop.body)
+            saves = [f"rt_carry_{v}[{at}] = {v}" for v in swap.carried if v in changed]
+            with out.block("for t0 in range(rt_strip, rt_strip_end):"):
+                _thread_body(kernel, variant, out, prologue + loads + phases[1].lines + saves)
+        with out.block("for t0 in range(rt_strip, rt_strip_end):"):
+            loads = [f"{v} = rt_carry_{v}[{at}]" for v in swap.carried]
+            _thread_body(kernel, variant, out, prologue + loads + phases[2].lines)
+
+
 def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint: bool):
     analysis = analyze(body, kernel)
     split = None if variant.debug else interior_split(
         body, kernel, variant.rank, analysis.single_assigned, analysis.in_loop)
+    swap = None
+    if not adjoint and not variant.debug and split is None \
+            and not _scalar_param_copies(kernel, body):
+        swap = interchange_plan(kernel, body, variant.rank, analysis.single_assigned)
+    if swap is not None:
+        writer, phases, bounds = _write_interchanged(kernel, swap, analysis, variant)
+        return _finish(kernel, body, variant, adjoint, analysis, writer, phases, None, None,
+                       (phases, bounds, swap))
     bodies = [body]
     if split is not None:
         analysis.in_loop |= split.in_loop
@@ -278,7 +331,13 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
                 writer, inners, strips = deferred
             else:
                 strips = None
+    return _finish(kernel, body, variant, adjoint, analysis, writer, inners, split, strips)
 
+
+def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint: bool, analysis,
+            writer, inners: list[SourceBuilder], split: Split | None, strips: Strips | None,
+            interchanged=None):
+    """The generated function around the written bodies (or interchanged phases)."""
     copies = _scalar_param_copies(kernel, body)
     flat = kernel.flat_params()
     # The launcher passes float scalars as Python floats (a numpy scalar costs the dispatcher
@@ -325,6 +384,10 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
     if strips is not None:
         setup += strips.allocations()
         writer.runtime |= strips.runtime()
+    if interchanged is not None:
+        setup += [f"rt_carry_{v} = rt_stack_array({STRIP}, np.{t.__name__})"
+                  for v, t in interchanged[2].carried.items()]
+        writer.runtime.add("rt_stack_array")
     if variant.flush_denormals:  # per call: each thread running a chunk sets its own state
         writer.runtime.update(("rt_fp_control", "rt_set_fp_control"))
         setup.append("rt_fp_saved = rt_fp_control(); "
@@ -342,8 +405,12 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
     declared = {k: v for k, v in {**kernel.locals, **writer.declared}.items()
                 if k in analysis.restored or k.startswith(("adj_", "flag_"))}
     writer.declarations(prologue, declared)
-    _thread_loops(kernel, variant, out, setup, split,
-                  [prologue.lines + inner.lines for inner in inners], strips)
+    if interchanged is not None:
+        _interchanged_loops(kernel, variant, out, setup, prologue.lines, interchanged[0],
+                            interchanged[1], interchanged[2], writer)
+    else:
+        _thread_loops(kernel, variant, out, setup, split,
+                      [prologue.lines + inner.lines for inner in inners], strips)
     out.level = function_level
     if writer.privates:  # flush the chunk's accumulators of thread-invariant sites, once
         writer.runtime.add("rt_atomic_add")

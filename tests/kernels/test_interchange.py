@@ -1,0 +1,204 @@
+"""Loop interchange across threads (``codegen/interchange.py``): a forward built around a loop of
+the same length in every thread runs that loop outside a strip of threads. Every thread must
+compute bit for bit what it computed before (checked against debug mode, which keeps the plain
+loop), at every size around the strip's and in every threading mode; kernels whose threads
+could observe the new order must keep the plain loop."""
+
+import numpy as np
+import pytest
+
+import difftape as wp
+from difftape._src.codegen.strips import STRIP
+from tests.fdcheck import check_tape
+
+
+@wp.kernel
+def poly(x: wp.array(dtype=wp.float32), c: wp.array(dtype=wp.float32), n: int,
+         y: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    xi = x[i]
+    p = wp.float32(1.0)
+    acc = wp.float32(0.0)
+    for k in range(n):
+        t = c[k] * p
+        if t > 0.0:
+            acc = acc + t
+        else:
+            acc = acc + 0.5 * t
+        p = p * xi
+    y[i] = acc + xi
+
+
+@wp.kernel
+def nested(x: wp.array(dtype=wp.float64), m: wp.array(dtype=int), n: int,
+           y: wp.array(dtype=wp.float64), hist: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    s = wp.float64(0.0)
+    for k in range(1, n, 2):
+        if x[k] < 0.0:
+            continue
+        s = s * 0.5 + x[k] * wp.float64(m[i] + 1)
+        wp.atomic_add(hist, k, s)
+    y[i] = wp.sqrt(s + 1.0)
+
+
+@wp.kernel
+def inner_loop(x: wp.array(dtype=wp.float64), m: wp.array(dtype=int), n: int,
+               y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    s = wp.float64(0.0)
+    for k in range(n):
+        for j in range(m[i]):  # not vectorizable across threads: the plain loop is faster
+            s = s * 0.5 + x[k] * wp.float64(j + 1)
+    y[i] = s
+
+
+@wp.kernel
+def early_exit(x: wp.array(dtype=wp.float64), n: int, y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    s = wp.float64(0.0)
+    for k in range(n):
+        s = s + x[i] * x[k]
+        if s > 3.0:
+            break
+    y[i] = s
+
+
+@wp.kernel
+def own_length(x: wp.array(dtype=wp.float64), m: wp.array(dtype=int),
+               y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    s = wp.float64(0.0)
+    for k in range(m[i]):
+        s = s + x[k]
+    y[i] = s
+
+
+@wp.kernel
+def reads_outputs(x: wp.array(dtype=wp.float64), n: int, y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    for k in range(n):
+        y[i] = y[i] * 0.5 + x[k]  # y is read and written: neighbours could share elements
+
+
+@wp.kernel
+def var_after(x: wp.array(dtype=wp.float64), n: int, y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    s = wp.float64(0.0)
+    k = int(0)
+    for k in range(n):
+        s = s + x[k]
+    y[i] = s + wp.float64(k)
+
+
+def _interchanged(kernel) -> bool:
+    return "rt_carry_" in kernel.source().split("_adjoint(")[0]
+
+
+@pytest.fixture
+def threading():
+    saved = (wp.config.cpu_parallel, wp.config.parallel_threshold, wp.config.mode)
+
+    def use(mode):
+        wp.config.cpu_parallel, wp.config.parallel_threshold = mode, 1
+
+    yield use
+    wp.config.cpu_parallel, wp.config.parallel_threshold, wp.config.mode = saved
+
+
+def _debug_reference(run):
+    """``run()``'s result with the plain loop (debug mode does not interchange)."""
+    saved = wp.config.mode
+    wp.config.mode = "debug"
+    try:
+        return run()
+    finally:
+        wp.config.mode = saved
+
+
+def test_which_loops_are_interchanged():
+    assert _interchanged(poly) and _interchanged(nested)
+    for kernel in (early_exit, own_length, reads_outputs, var_after, inner_loop):
+        assert not _interchanged(kernel), kernel.key
+    source = poly.source().split("def poly_adjoint")[0]
+    assert "for rt_it in range(rt_start, rt_stop, rt_step):" in source
+    assert "rt_carry_t " not in source  # t lives within one iteration
+    assert all(f"rt_carry_{v} = rt_stack_array" in source for v in ("p", "acc", "xi"))
+    saved = wp.config.mode
+    wp.config.mode = "debug"
+    try:
+        assert not _interchanged(poly)
+    finally:
+        wp.config.mode = saved
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+@pytest.mark.parametrize("size", [1, 5, STRIP - 1, STRIP, STRIP + 1, 2 * STRIP + 300])
+def test_values_are_bit_identical(threading, mode, size):
+    threading(mode)
+    rng = np.random.default_rng(size)
+    x = wp.array(rng.uniform(-0.99, 0.99, size).astype(np.float32), dtype=wp.float32)
+    c = wp.array(rng.uniform(-1.0, 1.0, 40).astype(np.float32), dtype=wp.float32)
+
+    def run():
+        y = wp.zeros(size, dtype=wp.float32)
+        wp.launch(poly, size, inputs=[x, c, 40], outputs=[y])
+        return y.numpy()
+
+    np.testing.assert_array_equal(run(), _debug_reference(run))
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_nested_loops_continue_and_atomics(threading, mode):
+    threading(mode)
+    size, n = STRIP + 77, 9
+    rng = np.random.default_rng(3)
+    x = wp.array(rng.integers(-2, 3, size).astype(np.float64), dtype=wp.float64)
+    m = wp.array(rng.integers(0, 4, size).astype(np.int32), dtype=int)
+
+    def run():
+        y = wp.zeros(size, dtype=wp.float64)
+        hist = wp.zeros(n, dtype=wp.float64)
+        wp.launch(nested, size, inputs=[x, m, n], outputs=[y, hist])
+        return y.numpy(), hist.numpy()
+
+    (y, hist), (y_ref, hist_ref) = run(), _debug_reference(run)
+    np.testing.assert_array_equal(y, y_ref)
+    np.testing.assert_allclose(hist, hist_ref, rtol=1e-12)  # atomics: summation order only
+
+
+def test_gradients_through_an_interchanged_forward():
+    size, n = 40, 7
+    rng = np.random.default_rng(5)
+    m = rng.integers(0, 4, size)
+
+    def run(a):
+        wp.launch(nested, size, inputs=[a["x"], a["m"], n], outputs=[a["y"], a["hist"]])
+
+    check_tape(run, {"x": rng.uniform(0.1, 1.0, size)},
+               {"y": np.zeros(size), "hist": np.zeros(n), "m": m},
+               {"x": wp.float64, "y": wp.float64, "hist": wp.float64, "m": wp.int32})
+
+
+@wp.kernel
+def early_return(x: wp.array(dtype=wp.float64), n: int, y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    s = wp.float64(0.0)
+    for k in range(n):
+        s = s + x[k] * x[i]
+    if s > 0.0:
+        y[i] = s
+        return  # its flag must start cleared in every thread, not as the previous one left it
+    y[i] = -s
+
+
+def test_flags_after_the_loop_start_cleared_in_every_thread(threading):
+    threading("serial")
+    assert _interchanged(early_return)
+    size = STRIP + 9
+    rng = np.random.default_rng(11)
+    xs = rng.uniform(-1.0, 1.0, size)
+    y = wp.zeros(size, dtype=wp.float64)
+    wp.launch(early_return, size, inputs=[wp.array(xs, dtype=wp.float64), 6], outputs=[y])
+    s = xs * xs[:6].sum()
+    np.testing.assert_allclose(y.numpy(), np.where(s > 0.0, s, -s), rtol=1e-14)
