@@ -23,11 +23,11 @@ from ..codegen import naming
 from ..codegen.activity import analyze, scatter_sites
 from ..codegen.adjoint import AdjointWriter
 from ..codegen.emitter import SourceBuilder, plus
-from ..codegen.interchange import Interchange, assigned as interchange_assigned
+from ..codegen.interchange import Interchange
 from ..codegen.interchange import plan as interchange_plan
 from ..codegen.forward import ForwardWriter
 from ..codegen.offsets import RowWindow, definitions, row_window
-from ..codegen.signs import nonnegative_locals
+from ..codegen.signs import assigned, nonnegative_locals
 from ..codegen.splits import Split, interior_split
 from ..codegen.strips import MIN_STRIPPED, STRIP, Strips, plan
 from ..codegen.structure import structure
@@ -277,7 +277,7 @@ def _interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilde
     then takes the carried locals back, as the thread would have found them."""
     for line in setup:
         out.line(line)
-    before = interchange_assigned(swap.pre)
+    before = assigned(swap.pre)
     at = "uint64(t0 - rt_strip)"
     with out.block(f"for rt_strip in range(lo, hi, {STRIP}):"):
         out.line(f"rt_strip_end = min(rt_strip + {STRIP}, hi)")
@@ -289,7 +289,7 @@ def _interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilde
         with out.block("for rt_it in range(rt_start, rt_stop, rt_step):"):
             out.line(f"{swap.loop.var} = int32(rt_it)")
             loads = [f"{v} = rt_carry_{v}[{at}]" for v in swap.carried]
-            changed = interchange_assigned(swap.loop.body)
+            changed = assigned(swap.loop.body)
             saves = [f"rt_carry_{v}[{at}] = {v}" for v in swap.carried if v in changed]
             with out.block("for t0 in range(rt_strip, rt_strip_end):"):
                 _thread_body(kernel, variant, out, prologue + loads + phases[1].lines + saves)

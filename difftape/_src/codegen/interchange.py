@@ -30,13 +30,10 @@ import numpy as np
 
 from .. import dtypes
 from ..frontend import ir
-from .offsets import definitions
-from .signs import bindings
+from .offsets import definitions, independent
+from .signs import assigned, bindings
 from .strips import MAX_BUFFER_BYTES, STRIP
 
-_PURE = frozenset({"add", "sub", "mul", "div", "floordiv", "mod", "min", "max", "clamp", "abs",
-                   "neg", "pos", "sign"})
-_MAX_DEPTH = 32
 
 
 @dataclass
@@ -62,9 +59,8 @@ def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int,
         return None  # the loop over the strip would not vectorize: 15% slower measured
     defs = definitions(body, single_assigned)
     params = {p.symbol for p in kernel.flat_params() if not p.is_array}
-    rebound = {name for s in ir.walk_stmts(body) for name, _ in bindings(s)}
-    fixed = params - rebound
-    if not all(_uniform(e, defs, fixed, 0) for e in (loop.start, loop.stop, loop.step)):
+    fixed = params - assigned(body)
+    if not all(independent(e, defs, fixed) for e in (loop.start, loop.stop, loop.step)):
         return None
     if loop.var in _reads(post) or loop.var in _reads(pre):
         return None
@@ -105,27 +101,6 @@ def _shares_memory(body: list[ir.Stmt]) -> bool:
 def _has_opaque(body: list[ir.Stmt]) -> bool:
     """Statements whose locals this module does not follow (custom gradients, ``wp.grad``)."""
     return any(isinstance(s, (ir.CustomCall, ir.GradOf, ir.Print)) for s in ir.walk_stmts(body))
-
-
-def _uniform(e: ir.Expr, defs: dict[str, ir.Expr], fixed: set[str], depth: int) -> bool:
-    if depth > _MAX_DEPTH:
-        return False
-    if isinstance(e, (ir.Const, ir.Shape)):
-        return True
-    if isinstance(e, ir.Var):
-        if e.name in defs:
-            return _uniform(defs[e.name], defs, fixed, depth + 1)
-        return e.name in fixed
-    if isinstance(e, ir.Cast):
-        return _uniform(e.value, defs, fixed, depth + 1)
-    if isinstance(e, ir.Call) and e.builtin.key in _PURE:
-        return all(_uniform(a, defs, fixed, depth + 1) for a in e.args)
-    return False
-
-
-def assigned(stmts: list[ir.Stmt]) -> set[str]:
-    """Every local that ``stmts`` (or statements inside them) assign."""
-    return {name for s in ir.walk_stmts(stmts) for name, _ in bindings(s)}
 
 
 def _reads(stmts: list[ir.Stmt]) -> set[str]:

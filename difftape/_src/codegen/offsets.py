@@ -151,6 +151,31 @@ def _invariant(e: ir.Expr, defs, depth: int) -> tuple[str | None, int, int] | No
     return None
 
 
+# Builtins that compute their result from their arguments alone.
+PURE = frozenset({"add", "sub", "mul", "div", "floordiv", "mod", "min", "max", "clamp", "abs",
+                  "neg", "pos", "sign", "bit_and", "bit_or", "bit_xor", "lshift", "rshift",
+                  "where"})
+
+
+def independent(e: ir.Expr, defs: dict[str, ir.Expr], allowed: set[str], depth: int = 0) -> bool:
+    """Whether ``e`` is computed by pure builtins from constants, shapes, the names in
+    ``allowed`` and locals assigned once (``defs``) from those: then it has the same value
+    wherever the names in ``allowed`` do."""
+    if depth > _MAX_DEPTH:
+        return False
+    if isinstance(e, (ir.Const, ir.Shape)):
+        return True
+    if isinstance(e, ir.Var):
+        if e.name in defs:
+            return independent(defs[e.name], defs, allowed, depth + 1)
+        return e.name in allowed
+    if isinstance(e, ir.Cast):
+        return independent(e.value, defs, allowed, depth + 1)
+    if isinstance(e, ir.Call) and e.builtin.key in PURE:
+        return all(independent(a, defs, allowed, depth + 1) for a in e.args)
+    return False
+
+
 def constant(e: ir.Expr) -> int | None:
     """The value of an integer literal, else None."""
     if isinstance(e, ir.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):

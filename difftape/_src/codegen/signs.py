@@ -86,6 +86,11 @@ def _all_statements(stmts: list[ir.Stmt]):
             yield from _all_statements(s.grad_body)
 
 
+def assigned(stmts: list[ir.Stmt]) -> set[str]:
+    """Every local that ``stmts`` (or statements inside them) assign."""
+    return {name for s in ir.walk_stmts(stmts) for name, _ in bindings(s)}
+
+
 def bindings(s: ir.Stmt):
     """(local, value or None for 'unknown') for every local that statement ``s`` itself sets."""
     if isinstance(s, ir.Assign):

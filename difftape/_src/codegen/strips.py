@@ -41,8 +41,8 @@ import numpy as np
 from .. import dtypes
 from ..frontend import ir
 from .emitter import plus
-from .offsets import constant, definitions, thread_offset
-from .signs import bindings, is_nonnegative
+from .offsets import PURE, constant, definitions, independent, thread_offset
+from .signs import assigned, is_nonnegative
 from .splits import innermost_thread_index
 
 STRIP = 512  # threads per strip: every buffer stays in L1 (2-4 KiB)
@@ -52,10 +52,6 @@ MIN_STRIPPED = 16  # shorter innermost loops run the body that adds in place
 # would need more keep their adds in place.
 MAX_BUFFER_BYTES = 256 * 1024
 
-# Builtins that compute their result from their arguments alone.
-_PURE = frozenset({"add", "sub", "mul", "div", "floordiv", "mod", "min", "max", "clamp", "abs",
-                   "neg", "pos", "sign", "bit_and", "bit_or", "bit_xor", "lshift", "rshift",
-                   "where"})
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 # Writer temporaries and accumulator versions are assigned once in a body written at top level.
 _SINGLE_USE_NAME = re.compile(r"(var|acc)_\d+")
@@ -69,7 +65,7 @@ def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int, single_assigned: s
     var = innermost_thread_index(kernel, rank)
     if var is None or not views:
         return None
-    rebound = {name for s in ir.walk_stmts(body) for name, _ in bindings(s)}
+    rebound = assigned(body)
     outer = {f"tid{k}" for k in range(rank - 1)} if rank > 1 else set()
     params = {p.symbol for p in kernel.flat_params() if not p.is_array}
     return Strips(var, f"t{rank - 1}", definitions(body, single_assigned), views,
@@ -229,31 +225,22 @@ class Strips:
 
     def _independent(self, e: ir.Expr, depth: int) -> bool:
         """Whether ``e`` has one value for all threads of the innermost loop."""
-        return self._pure(e, depth, thread=False)
+        return independent(e, self.defs, self.invariant_names, depth)
 
     def _stable(self, e: ir.Expr, depth: int) -> bool:
-        """Whether ``e`` has one value all through one thread."""
-        return self._pure(e, depth, thread=True)
-
-    def _pure(self, e: ir.Expr, depth: int, thread: bool) -> bool:
-        """``e`` computed by pure builtins from constants, shapes, locals assigned once, and
-        parameters never rebound; also from the thread's own indices when ``thread``."""
+        """Whether ``e`` has one value all through one thread: computed by pure builtins from
+        constants, shapes, locals assigned once, parameters never rebound and thread indices."""
         if depth > _MAX_DEPTH:
             return False
         if isinstance(e, (ir.Const, ir.Shape)):
             return True
         if isinstance(e, ir.Var):
-            if e.name == self.var or e.name == "tidflat":
-                return thread
-            if e.name in self.defs:  # its one value depends on what it was computed from
-                if thread:
-                    return True
-                return self._pure(self.defs[e.name], depth + 1, thread)
-            return e.name in self.invariant_names
+            return e.name in self.defs or e.name in self.invariant_names \
+                or e.name in (self.var, "tidflat")
         if isinstance(e, ir.Cast):
-            return self._pure(e.value, depth + 1, thread)
-        if isinstance(e, ir.Call) and e.builtin.key in _PURE:
-            return all(self._pure(a, depth + 1, thread) for a in e.args)
+            return self._stable(e.value, depth + 1)
+        if isinstance(e, ir.Call) and e.builtin.key in PURE:
+            return all(self._stable(a, depth + 1) for a in e.args)
         return False
 
 
