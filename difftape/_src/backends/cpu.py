@@ -23,9 +23,9 @@ from ..codegen import naming
 from ..codegen.activity import analyze, scatter_sites
 from ..codegen.adjoint import AdjointWriter
 from ..codegen.emitter import SourceBuilder, plus
+from ..codegen.forward import ForwardWriter
 from ..codegen.interchange import Interchange
 from ..codegen.interchange import plan as interchange_plan
-from ..codegen.forward import ForwardWriter
 from ..codegen.offsets import RowWindow, definitions, row_window
 from ..codegen.signs import assigned, nonnegative_locals
 from ..codegen.splits import Split, interior_split
@@ -269,8 +269,8 @@ def _write_interchanged(kernel: ir.KernelIR, swap: Interchange, analysis, varian
 
 
 def _interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder,
-                        setup: list[str], prologue: list[str], phases, bounds,
-                        swap: Interchange, writer) -> None:
+                        setup: list[str], prologue: list[str], phases: list[SourceBuilder],
+                        bounds: tuple[str, str, str], swap: Interchange, writer) -> None:
     """The thread loop of an interchanged forward: per strip, every thread's code before the
     loop, then the loop with the strip's threads inside it, then every thread's code after.
     Each phase starts from the ``prologue`` (typed zeros of names read before they are set),
@@ -309,7 +309,7 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
     if swap is not None:
         writer, phases, bounds = _write_interchanged(kernel, swap, analysis, variant)
         return _finish(kernel, body, variant, adjoint, analysis, writer, phases, None, None,
-                       (phases, bounds, swap))
+                       swap, bounds)
     bodies = [body]
     if split is not None:
         analysis.in_loop |= split.in_loop
@@ -336,8 +336,9 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
 
 def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint: bool, analysis,
             writer, inners: list[SourceBuilder], split: Split | None, strips: Strips | None,
-            interchanged=None):
-    """The generated function around the written bodies (or interchanged phases)."""
+            swap: Interchange | None = None, bounds: tuple[str, str, str] = ()):
+    """The generated function around the written bodies; with ``swap``, ``inners`` are the
+    interchanged phases and ``bounds`` the loop's."""
     copies = _scalar_param_copies(kernel, body)
     flat = kernel.flat_params()
     # The launcher passes float scalars as Python floats (a numpy scalar costs the dispatcher
@@ -384,9 +385,9 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
     if strips is not None:
         setup += strips.allocations()
         writer.runtime |= strips.runtime()
-    if interchanged is not None:
+    if swap is not None:
         setup += [f"rt_carry_{v} = rt_stack_array({STRIP}, np.{t.__name__})"
-                  for v, t in interchanged[2].carried.items()]
+                  for v, t in swap.carried.items()]
         writer.runtime.add("rt_stack_array")
     if variant.flush_denormals:  # per call: each thread running a chunk sets its own state
         writer.runtime.update(("rt_fp_control", "rt_set_fp_control"))
@@ -405,9 +406,9 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
     declared = {k: v for k, v in {**kernel.locals, **writer.declared}.items()
                 if k in analysis.restored or k.startswith(("adj_", "flag_"))}
     writer.declarations(prologue, declared)
-    if interchanged is not None:
-        _interchanged_loops(kernel, variant, out, setup, prologue.lines, interchanged[0],
-                            interchanged[1], interchanged[2], writer)
+    if swap is not None:
+        _interchanged_loops(kernel, variant, out, setup, prologue.lines, inners, bounds, swap,
+                            writer)
     else:
         _thread_loops(kernel, variant, out, setup, split,
                       [prologue.lines + inner.lines for inner in inners], strips)
