@@ -423,6 +423,7 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
     parameters could be lost. ``receiving``: the adjoint buffers and has-adjoint flags of an
     adjoint launch (None in a forward one), from which ``_receiver`` makes ``_threading``'s
     ``receiver`` when it is needed."""
+    receiver = None
     if _overlapping(arrays):
         how, noalias = _SERIAL, False
     else:
@@ -431,13 +432,14 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
                 mode == "auto" and total < config.parallel_threshold):
             how = _SERIAL
         else:
-            how = _threading(kernel, dims, total, adjoint, _receiver(plan, args, receiving),
-                             args, plan.positions)
+            receiver = _receiver(plan, args, receiving)
+            how = _threading(kernel, dims, total, adjoint, receiver, args, plan.positions)
         noalias = True
     program = kernel.program(len(dims), how.atomic, noalias)
     fn = program.adjoint if adjoint else program.forward
     views = program.views[adjoint]
-    receiver = _receiver(plan, args, receiving) if views else None
+    if views and receiver is None:
+        receiver = _receiver(plan, args, receiving)
     try:
         if how.chunks == 1:  # serial: each view argument is its array itself
             if views:

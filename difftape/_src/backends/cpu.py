@@ -198,6 +198,14 @@ def _scalar_param_copies(kernel: ir.KernelIR, body: list[ir.Stmt]) -> set[str]:
     return {s.target for s in ir.walk_stmts(body) if isinstance(s, ir.Assign)} & scalars
 
 
+def _writer(kernel: ir.KernelIR, body: list[ir.Stmt], analysis, variant: Variant,
+            adjoint: bool) -> ForwardWriter:
+    """A writer for ``body``, with its scatter sites replicated unless the variant has atomics."""
+    sites = None if variant.parallel else scatter_sites(body, kernel, analysis)
+    writer_cls = AdjointWriter if adjoint else ForwardWriter
+    return writer_cls(kernel, analysis, variant.parallel, variant.debug, sites)
+
+
 def _write_bodies(kernel: ir.KernelIR, bodies: list[list[ir.Stmt]], analysis,
                   variant: Variant, adjoint: bool, deferrable: set[str] = frozenset()):
     """One writer over every body (the plain one, and a split's interior copy), so that the
@@ -206,9 +214,7 @@ def _write_bodies(kernel: ir.KernelIR, bodies: list[list[ir.Stmt]], analysis,
     (a lone body of a multi-dimensional launch is written twice, the second copy deferring:
     ``_thread_loops`` runs the first where rows are short); the plan of what it deferred is
     returned with the writer (None: nothing to defer)."""
-    writer_cls = AdjointWriter if adjoint else ForwardWriter
-    sites = None if variant.parallel else scatter_sites(bodies[0], kernel, analysis)
-    writer = writer_cls(kernel, analysis, variant.parallel, variant.debug, sites)
+    writer = _writer(kernel, bodies[0], analysis, variant, adjoint)
     inners, reverse_lines = [], []
     plain = writer.nonnegative
     strips = plan(kernel, bodies[-1], variant.rank, analysis.single_assigned, deferrable)
@@ -255,11 +261,11 @@ def _reverse_reads(lines: list[str]) -> set[str]:
     return read
 
 
-def _write_interchanged(kernel: ir.KernelIR, swap: Interchange, analysis, variant: Variant):
+def _write_interchanged(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Interchange, analysis,
+                        variant: Variant):
     """The forward's three phases (``codegen/interchange.py``): builders of the code before the
     loop, of one iteration's body and of the code after it, and the loop's bounds."""
-    sites = None if variant.parallel else scatter_sites(kernel.body, kernel, analysis)
-    writer = ForwardWriter(kernel, analysis, variant.parallel, variant.debug, sites)
+    writer = _writer(kernel, body, analysis, variant, adjoint=False)
     phases = [SourceBuilder(), SourceBuilder(), SourceBuilder()]
     writer.write(swap.pre, phases[0], replay=False)
     bounds = tuple(writer.code(e) for e in (swap.loop.start, swap.loop.stop, swap.loop.step))
@@ -307,7 +313,7 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
             and not _scalar_param_copies(kernel, body):
         swap = interchange_plan(kernel, body, variant.rank, analysis.single_assigned)
     if swap is not None:
-        writer, phases, bounds = _write_interchanged(kernel, swap, analysis, variant)
+        writer, phases, bounds = _write_interchanged(kernel, body, swap, analysis, variant)
         return _finish(kernel, body, variant, adjoint, analysis, writer, phases, None, None,
                        swap, bounds)
     bodies = [body]
