@@ -14,7 +14,7 @@ from ..frontend import ir
 from . import naming
 from .activity import SCATTER, UNIFORM, classify_index
 from .emitter import SourceBuilder
-from .forward import ForwardWriter
+from .forward import PHASE_MARK, ForwardWriter
 
 
 class AdjointWriter(ForwardWriter):
@@ -165,6 +165,14 @@ class AdjointWriter(ForwardWriter):
     def reverse_For(self, s: ir.For, out: SourceBuilder) -> None:
         names = self.aux[id(s)]
         self.flush(out)
+        if s is self.swap_loop:  # one iteration's reverse, run for every thread of a strip
+            k = f"k_{self.counter_next()}"
+            body = self.nested(s.body, 0)
+            position = f"int32({names['start']} + {k} * {names['step']})"
+            self.swap_parts.update(reverse_counter=k,
+                                   reverse=[f"{s.var} = {position}"] + body.lines)
+            out.line(PHASE_MARK)
+            return
         body = self.nested(s.body, out.level + 1)
         if self.analysis.is_in_loop(s):
             self.pop(names["trip"], dtypes.int32, out)

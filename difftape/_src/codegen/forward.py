@@ -14,6 +14,15 @@ from . import naming
 from .activity import SCATTER, UNIFORM, Analysis, classify_index
 from .emitter import SourceBuilder, cast
 from .expressions import ExprCoder
+from .strips import STRIP
+
+# Values the integer stack holds exactly as int32 (half the memory traffic of int64, and twice
+# the lanes where an interchanged adjoint's loop vectorizes).
+_INT32_HOLDS = (dtypes.bool_, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.uint8,
+                dtypes.uint16)
+
+# Where an interchanged adjoint's loop was written: the per-thread code around it is split here.
+PHASE_MARK = "# rt_phase"
 
 
 class ForwardWriter(ExprCoder):
@@ -33,10 +42,17 @@ class ForwardWriter(ExprCoder):
         self.pushed: set[str] = set()  # names of the values pushed
         self.level_pushes = [{"f": 0, "i": 0}]  # pushes per loop nesting level
         self.stack_float = dtypes.float32  # float64 as soon as a float64 value is pushed
+        self.stack_int = dtypes.int32  # int64 as soon as a value int32 cannot hold is pushed
         self.uses_fstack = False
         self.uses_istack = False
         self.stmt_temps: dict[int, dict] = {}  # statement id → its forward temporaries
         self.aux: dict[int, dict[str, str]] = {}  # statement id → names of cond/trip/start/step
+        # An interchanged adjoint (``codegen/interchange.py``): ``swap_loop`` is written as a
+        # ``PHASE_MARK`` in the per-thread code, its replay and reverse bodies go to
+        # ``swap_parts``, and the stacks are laid out per strip (element ``top * STRIP +
+        # rt_lane``).
+        self.swap_loop: ir.For | None = None
+        self.swap_parts: dict = {}
 
     # ------------------------------------------------------------ stack
 
@@ -58,7 +74,16 @@ class ForwardWriter(ExprCoder):
                 self.stack_float = dtypes.float64
         else:
             self.uses_istack = True
-        out.line(f"{kind}stack[{kind}top] = {name}; {kind}top += 1")
+            if t not in _INT32_HOLDS:
+                self.stack_int = dtypes.int64
+        out.line(f"{kind}stack[{self.stack_slot(kind)}] = {name}; {kind}top += 1")
+
+    def stack_slot(self, kind: str) -> str:
+        """The stack element at ``kind``'s top: per thread, or per strip lane when the adjoint
+        is interchanged (the strip's threads then push side by side, which vectorizes)."""
+        if self.swap_loop is None:
+            return f"{kind}top"
+        return f"uint64({kind}top * {STRIP} + rt_lane)"
 
     def reserve(self, out: SourceBuilder, counts: dict, iterations: str | None) -> None:
         """Before a loop: room on the stacks for ``iterations`` times ``counts`` pushes."""
@@ -78,12 +103,14 @@ class ForwardWriter(ExprCoder):
     def pop(self, name: str, t: type, out: SourceBuilder) -> None:
         if name in self.analysis.unsaved:
             return
-        if dtypes.is_float(t):
-            out.line(f"ftop -= 1; {name} = {cast('fstack[ftop]', t)}")
+        kind = "f" if dtypes.is_float(t) else "i"
+        slot = f"{kind}stack[{self.stack_slot(kind)}]"
+        if kind == "f":
+            out.line(f"ftop -= 1; {name} = {cast(slot, t)}")
         elif t is dtypes.bool_:
-            out.line(f"itop -= 1; {name} = istack[itop] != 0")
+            out.line(f"itop -= 1; {name} = {slot} != 0")
         else:
-            out.line(f"itop -= 1; {name} = {cast('istack[itop]', t)}")
+            out.line(f"itop -= 1; {name} = {cast(slot, t)}")
 
     def type_of(self, name: str) -> type:
         if name in self.kernel.locals:
@@ -209,8 +236,11 @@ class ForwardWriter(ExprCoder):
         n = self.counter_next()
         counter = f"it_{n}"
         names = {k: self.declare(f"{k}_{n}", dtypes.int32) for k in ("start", "stop", "step")}
-        for key, e in (("start", s.start), ("stop", s.stop), ("step", s.step)):
-            out.line(f"{names[key]} = {self.code(e)}")
+        bounds = {key: self.code(e) for key, e in (("start", s.start), ("stop", s.stop),
+                                                    ("step", s.step))}
+        swapped = self.replay and s is self.swap_loop  # its bounds are set around the strip
+        for key, code in bounds.items() if not swapped else ():
+            out.line(f"{names[key]} = {code}")
         start, stop, step = names["start"], names["stop"], names["step"]
         if s.reverse:
             # reversed(range(...)): iteration e takes the value start + (count - 1 - e) * step.
@@ -226,6 +256,10 @@ class ForwardWriter(ExprCoder):
                 out.line(f"{s.var} = {value}")
                 self.write(s.body, out, False)
                 self.exit_check(s.exit_flags, out)
+            return
+        if swapped:
+            self.swapped_replay(s, counter, value, names, out)
+            self.swap_parts["bounds"] = bounds
             return
         trip = self.declare(f"trip_{n}", dtypes.int32)
         self.aux[id(s)] = {**names, "trip": trip}
@@ -248,6 +282,22 @@ class ForwardWriter(ExprCoder):
             for key in ("start", "step", "count") if s.reverse else ("start", "step"):
                 self.push(names[key], dtypes.int32, out)
             self.push(trip, dtypes.int32, out)
+
+    def swapped_replay(self, s: ir.For, counter: str, value: str, names: dict,
+                       out: SourceBuilder) -> None:
+        """The replay of an interchanged adjoint's loop: one iteration's body, kept apart for
+        ``backends/cpu.py`` to run for every thread of a strip; the bounds (the same in every
+        thread) are kept for the code around the strip's threads."""
+        def write_body() -> SourceBuilder:
+            body = SourceBuilder(0)
+            body.line(f"{s.var} = {value}")
+            self.write(s.body, body, True)
+            return body
+
+        body, _ = self.loop_body(write_body)
+        self.aux[id(s)] = names
+        self.swap_parts.update(names=names, counter=counter, replay=body.lines)
+        out.line(PHASE_MARK)
 
     def forward_While(self, s: ir.While, out: SourceBuilder) -> None:
         if not self.replay:
@@ -332,3 +382,5 @@ class ForwardWriter(ExprCoder):
             self.level_pushes[-1][kind] += sub.level_pushes[0][kind]
         if sub.stack_float is dtypes.float64:
             self.stack_float = dtypes.float64
+        if sub.stack_int is dtypes.int64:
+            self.stack_int = dtypes.int64

@@ -1,0 +1,211 @@
+"""Interchanged adjoints (``codegen/interchange.py``, ``backends/cpu.py``): the adjoint of a kernel
+built around a loop of the same length in every thread runs, per strip of threads, the replay
+and the reverse sweep of that loop with the strip's threads inside it, its stacks laid out one
+lane per thread. Each thread's own gradients must be bit for bit those of the plain adjoint
+(debug mode keeps it); adds that several threads share only change their summation order."""
+
+import numpy as np
+import pytest
+
+import difftape as wp
+from difftape._src.codegen.strips import STRIP
+from tests.fdcheck import check_tape
+
+
+@wp.kernel
+def horner(x: wp.array(dtype=wp.float64), c: wp.array(dtype=wp.float64), n: int,
+           y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    xi = x[i]
+    p = wp.float64(1.0)
+    acc = wp.float64(0.0)
+    for k in range(n):
+        t = c[k] * p
+        if t > 0.0:
+            acc = acc + t * t * t
+        else:
+            acc = acc + 0.5 * t * t
+        p = p * xi
+    acc = acc * xi  # overwritten after the loop: saved and restored there
+    y[i] = acc
+
+
+@wp.kernel
+def counted(x: wp.array(dtype=wp.float32), n: int, y: wp.array(dtype=wp.float32),
+            loss: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    s = x[i]
+    j = wp.int64(i)
+    for k in range(2, n + 2):
+        j = (j * wp.int64(3) + wp.int64(1)) & wp.int64(7)  # an int64 saved every iteration
+        s = s * wp.float32(0.9) + wp.float32(j) * x[i]
+        wp.atomic_add(loss, 0, s)  # a thread-invariant add inside the loop
+    y[i] = s
+
+
+@wp.kernel
+def branch_saves(x: wp.array(dtype=wp.float64), n: int, y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    s = x[i]
+    for k in range(n):
+        if s > 0.5:
+            s = s * s  # saved under a branch: threads save different counts
+    y[i] = s
+
+
+@wp.kernel
+def sines(x: wp.array(dtype=wp.float32), c: wp.array(dtype=wp.float32), n: int,
+          y: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    s = wp.float32(0.0)
+    for k in range(n):
+        s = s * 0.9 + wp.sin(c[k] * x[i])  # calls that LLVM does not inline in adjoints
+    y[i] = s
+
+
+@wp.kernel
+def local_bounds(x: wp.array(dtype=wp.float64), n: int, y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    m = n * 2  # the same in every thread, but a local
+    s = x[i]
+    for k in range(m):
+        s = s * x[i] + 1.0
+    y[i] = s
+
+
+def _interchanged_adjoint(kernel) -> bool:
+    return "rt_carry_" in kernel.source().split("_adjoint(")[1]
+
+
+@pytest.fixture
+def threading():
+    saved = (wp.config.cpu_parallel, wp.config.parallel_threshold, wp.config.mode)
+
+    def use(mode):
+        wp.config.cpu_parallel, wp.config.parallel_threshold = mode, 1
+
+    yield use
+    wp.config.cpu_parallel, wp.config.parallel_threshold, wp.config.mode = saved
+
+
+def _plain(run):
+    """``run()``'s result with the plain adjoint (debug mode does not interchange)."""
+    saved = wp.config.mode
+    wp.config.mode = "debug"
+    try:
+        return run()
+    finally:
+        wp.config.mode = saved
+
+
+def test_which_adjoints_are_interchanged():
+    assert _interchanged_adjoint(horner) and _interchanged_adjoint(counted)
+    assert not _interchanged_adjoint(branch_saves)  # one arm saves, the other does not
+    assert not _interchanged_adjoint(local_bounds)
+    assert not _interchanged_adjoint(sines) and "rt_carry_" in sines.source()  # forward only
+    source = horner.source().split("_adjoint(")[1]
+    assert "fstack[uint64(ftop * 512 + rt_lane)] = p; ftop += 1" in source
+    assert "for k_" in source and "in range(rt_trip - 1, -1, -1):" in source
+    assert "istack = np.empty(" in source and "np.int32)" in source  # conditions as int32
+    assert "np.int64)" in counted.source().split("_adjoint(")[1]  # an int64 local is saved
+
+
+def _horner_run(size, n, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-0.99, 0.99, size)
+    c = rng.uniform(-1.0, 1.0, n)
+    seed_y = rng.standard_normal(size)
+
+    def run():
+        xa = wp.array(x, dtype=wp.float64, requires_grad=True)
+        ca = wp.array(c, dtype=wp.float64, requires_grad=True)
+        y = wp.zeros(size, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(horner, size, inputs=[xa, ca, n], outputs=[y])
+        tape.backward(grads={y: wp.array(seed_y, dtype=wp.float64)})
+        return xa.grad.numpy(), ca.grad.numpy(), y.numpy()
+
+    return run
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+@pytest.mark.parametrize("size", [1, 7, STRIP - 1, STRIP, STRIP + 1, 2 * STRIP + 300])
+def test_each_threads_gradient_is_bit_identical(threading, mode, size):
+    threading(mode)
+    run = _horner_run(size, 37, size)
+    (gx, gc, y), (gx_ref, gc_ref, y_ref) = run(), _plain(run)
+    np.testing.assert_array_equal(y, y_ref)
+    np.testing.assert_array_equal(gx, gx_ref)
+    np.testing.assert_allclose(gc, gc_ref, rtol=1e-12, atol=1e-12)  # summation order only
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_long_loops_grow_the_stacks(threading, mode):
+    threading(mode)
+    run = _horner_run(STRIP + 5, 300, 1)  # 300 saves per thread: far past the first room
+    (gx, gc, _), (gx_ref, gc_ref, _) = run(), _plain(run)
+    np.testing.assert_array_equal(gx, gx_ref)
+    np.testing.assert_allclose(gc, gc_ref, rtol=1e-12, atol=1e-12)
+
+
+def test_zero_trip_loop(threading):
+    threading("serial")
+    run = _horner_run(STRIP + 3, 0, 2)
+    gx, gc, y = run()
+    x = np.random.default_rng(2).uniform(-0.99, 0.99, STRIP + 3)
+    np.testing.assert_array_equal(y, np.zeros_like(y))
+    assert gc.shape == (0,) and np.all(np.isfinite(gx)) and np.all(gx == 0.0 * x)
+
+
+def test_horner_gradients_match_finite_differences():
+    size, n = 23, 9
+    rng = np.random.default_rng(8)
+
+    def run(a):
+        wp.launch(horner, size, inputs=[a["x"], a["c"], n], outputs=[a["y"]])
+
+    check_tape(run, {"x": rng.uniform(-0.9, 0.9, size), "c": rng.uniform(-1.0, 1.0, n)},
+               {"y": np.zeros(size)}, {"x": wp.float64, "c": wp.float64, "y": wp.float64})
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_int64_saves_and_a_shared_add_in_the_loop(threading, mode):
+    threading(mode)
+    size, n = STRIP + 40, 12
+    x = np.random.default_rng(4).uniform(-1.0, 1.0, size).astype(np.float32)
+
+    def run():
+        xa = wp.array(x, dtype=wp.float32, requires_grad=True)
+        y = wp.zeros(size, dtype=wp.float32, requires_grad=True)
+        loss = wp.zeros(1, dtype=wp.float32, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(counted, size, inputs=[xa, n], outputs=[y, loss])
+        tape.backward(grads={y: wp.ones(size, dtype=wp.float32),
+                             loss: wp.array([0.5], dtype=wp.float32)})
+        return xa.grad.numpy(), y.numpy(), loss.numpy()
+
+    (gx, y, loss), (gx_ref, y_ref, loss_ref) = run(), _plain(run)
+    np.testing.assert_array_equal(y, y_ref)
+    np.testing.assert_array_equal(gx, gx_ref)
+    np.testing.assert_allclose(loss, loss_ref, rtol=1e-5)
+    # d/dx of y and of 0.5 * sum of every s: per thread, s_k = a_k * x with a known a_k
+    a, j, total = np.ones(size), np.arange(size, dtype=np.int64), np.zeros(size)
+    for _ in range(n):
+        j = (j * 3 + 1) & 7
+        a = a * 0.9 + j
+        total += a
+    np.testing.assert_allclose(gx, a + 0.5 * total, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kernel", [branch_saves, local_bounds])
+def test_kernels_left_plain_still_differentiate(kernel):
+    size, n = 17, 4
+    rng = np.random.default_rng(6)
+
+    def run(a):
+        wp.launch(kernel, size, inputs=[a["x"], n], outputs=[a["y"]])
+
+    check_tape(run, {"x": rng.uniform(0.2, 0.9, size)}, {"y": np.zeros(size)},
+               {"x": wp.float64, "y": wp.float64})
