@@ -28,7 +28,8 @@ code before. Its stacks hold one lane per thread of the strip (element ``top * S
 under one top for the strip, so every thread must save alike: a branch whose arms save
 different counts, or a loop outside the interchanged one that saves, keeps the adjoint plain
 (``stack_moves``), and so do bounds read from a local (the stacks get their room before the
-strips: growing them inside kept LLVM from vectorizing the reverse loop). The locals it carries
+strips: growing them inside kept LLVM from vectorizing the reverse loop), and loops that call a
+compiled builtin (``backends/cpu.py``: ``_calls_builtins``). The locals it carries
 include the writer's own (adjoint accumulators, replay temporaries, branch conditions), so
 ``phase_flow`` reads them off the generated code. Each thread's gradients are bit for bit the
 plain adjoint's; adds that several threads make into one element are summed in another (fixed)
