@@ -44,6 +44,16 @@ def counted(x: wp.array(dtype=wp.float32), n: int, y: wp.array(dtype=wp.float32)
 
 
 @wp.kernel
+def shared_scale(x: wp.array(dtype=wp.float64), w: wp.array(dtype=wp.float64), n: int,
+                 y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    s = x[i]
+    for k in range(n):
+        s = s * w[0] + x[i] * w[1]  # every thread reads w[0], w[1]: per-chunk sums
+    y[i] = s
+
+
+@wp.kernel
 def branch_saves(x: wp.array(dtype=wp.float64), n: int, y: wp.array(dtype=wp.float64)):
     i = wp.tid()
     s = x[i]
@@ -100,6 +110,7 @@ def _plain(run):
 
 def test_which_adjoints_are_interchanged():
     assert _interchanged_adjoint(horner) and _interchanged_adjoint(counted)
+    assert _interchanged_adjoint(shared_scale) and "priv_" in shared_scale.source()
     assert not _interchanged_adjoint(branch_saves)  # one arm saves, the other does not
     assert not _interchanged_adjoint(local_bounds)
     assert not _interchanged_adjoint(sines) and "rt_carry_" in sines.source()  # forward only
@@ -129,7 +140,7 @@ def _horner_run(size, n, seed):
     return run
 
 
-@pytest.mark.parametrize("mode", ["serial", "auto"])
+@pytest.mark.parametrize("mode", ["serial", "auto", "parallel"])
 @pytest.mark.parametrize("size", [1, 7, STRIP - 1, STRIP, STRIP + 1, 2 * STRIP + 300])
 def test_each_threads_gradient_is_bit_identical(threading, mode, size):
     threading(mode)
@@ -197,6 +208,19 @@ def test_int64_saves_and_a_shared_add_in_the_loop(threading, mode):
         a = a * 0.9 + j
         total += a
     np.testing.assert_allclose(gx, a + 0.5 * total, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto", "parallel"])
+def test_thread_invariant_gradients_in_the_loop(threading, mode):
+    threading(mode)
+    size, n = 2 * STRIP + 11, 6
+    rng = np.random.default_rng(9)
+
+    def run(a):
+        wp.launch(shared_scale, size, inputs=[a["x"], a["w"], n], outputs=[a["y"]])
+
+    check_tape(run, {"x": rng.uniform(-1.0, 1.0, size), "w": np.array([0.7, -0.3])},
+               {"y": np.zeros(size)}, {"x": wp.float64, "w": wp.float64, "y": wp.float64})
 
 
 @pytest.mark.parametrize("kernel", [branch_saves, local_bounds])
