@@ -284,9 +284,9 @@ class SwappedAdjoint:
     phases: list[list[str]]  # the five phases' per-thread lines
     carried: dict[str, type]  # locals kept in strip arrays between phases and iterations
     loads: list[list[str]]  # per phase: the carried locals it reads before assigning them
-    saves: list[list[str]]  # per phase: the carried locals it assigns
+    saves: list[list[tuple[str, str]]]  # per phase: (carried local, value code) it leaves
     moves: list[dict[str, int]]  # per phase: how far it moves each stack's top (every thread)
-    parts: dict  # what the writer kept of the loop: bounds, counters, pushes per iteration
+    parts: dict  # what the writer kept of the loop: its bounds and counters
 
 
 def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Interchange,
@@ -318,7 +318,7 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
     # function's own (stacks, per-chunk accumulators).
     outside = {"t0", "tidflat", "rt_lane", "ftop", "itop", "fstack", "istack", swap.loop.var,
                parts["counter"], parts["reverse_counter"], *parts["names"].values(),
-               *(tid for tid in (f"tid{k}" for k in range(variant.rank)))}
+               *(f"tid{k}" for k in range(variant.rank))}
     outside |= {local for local, _, _, _, _ in writer.privates}
     # Phases 1 and 3 run once per iteration of the loop: what they leave can reach themselves.
     later = [set().union(*(e for _, e in flows[k + (k not in (1, 3)):])) for k in range(5)]
@@ -332,11 +332,12 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
     size = sum(STRIP * np.dtype(t._np).itemsize for t in carried.values())
     if size > MAX_BUFFER_BYTES:
         return None
-    # The first phase starts from the prologue's zeros, as the thread did; it leaves every
-    # carried local (see ``_interchanged_adjoint_loops``).
+    # The first phase starts from the prologue's zeros, as the thread did, and leaves every
+    # carried local: the value it assigned, else that zero.
     loads = [[]] + [[v for v in carried if v in e] for _, e in flows[1:]]
-    saves = [list(carried)] + [[v for v in carried if v in a and v in later[k]]
-                               for k, (a, _) in enumerate(flows) if k]
+    saves = [[(v, v if v in flows[0][0] else writer.zero(t)) for v, t in carried.items()]]
+    saves += [[(v, v) for v in carried if v in a and v in later[k]]
+              for k, (a, _) in enumerate(flows) if k]
     return writer, SwappedAdjoint(phases, carried, loads, saves, moves, parts)
 
 
@@ -373,11 +374,7 @@ def _interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sour
     def threads(phase: int) -> None:
         with out.block("for t0 in range(rt_strip, rt_strip_end):"):
             loads = [f"{v} = rt_carry_{v}[{at}]" for v in swap.loads[phase]]
-            saves = [f"rt_carry_{v}[{at}] = {v}" for v in swap.saves[phase]]
-            if phase == 0:  # every carried local leaves as the thread's code left it
-                assigned = phase_flow(swap.phases[0])[0]
-                saves = [f"rt_carry_{v}[{at}] = {v if v in assigned else writer.zero(t)}"
-                         for v, t in swap.carried.items()]
+            saves = [f"rt_carry_{v}[{at}] = {value}" for v, value in swap.saves[phase]]
             _thread_body(kernel, variant, out, ["rt_lane = t0 - rt_strip"] + prologue + loads
                          + swap.phases[phase] + saves)
         for kind in kinds:

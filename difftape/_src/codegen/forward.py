@@ -258,8 +258,7 @@ class ForwardWriter(ExprCoder):
                 self.exit_check(s.exit_flags, out)
             return
         if swapped:
-            self.swapped_replay(s, counter, value, names, out)
-            self.swap_parts["bounds"] = bounds
+            self.swapped_replay(s, counter, value, names, bounds, out)
             return
         trip = self.declare(f"trip_{n}", dtypes.int32)
         self.aux[id(s)] = {**names, "trip": trip}
@@ -283,7 +282,7 @@ class ForwardWriter(ExprCoder):
                 self.push(names[key], dtypes.int32, out)
             self.push(trip, dtypes.int32, out)
 
-    def swapped_replay(self, s: ir.For, counter: str, value: str, names: dict,
+    def swapped_replay(self, s: ir.For, counter: str, value: str, names: dict, bounds: dict,
                        out: SourceBuilder) -> None:
         """The replay of an interchanged adjoint's loop: one iteration's body, kept apart for
         ``backends/cpu.py`` to run for every thread of a strip; the bounds (the same in every
@@ -296,7 +295,7 @@ class ForwardWriter(ExprCoder):
 
         body, _ = self.loop_body(write_body)
         self.aux[id(s)] = names
-        self.swap_parts.update(names=names, counter=counter, replay=body.lines)
+        self.swap_parts.update(names=names, bounds=bounds, counter=counter, replay=body.lines)
         out.line(PHASE_MARK)
 
     def forward_While(self, s: ir.While, out: SourceBuilder) -> None:
