@@ -10,6 +10,7 @@ import pytest
 import difftape as wp
 from difftape._src.codegen.strips import STRIP
 from tests.fdcheck import check_tape
+from tests.kernels.modes import debug_reference
 
 
 @wp.kernel
@@ -92,27 +93,6 @@ def _interchanged(kernel) -> bool:
     return "rt_carry_" in kernel.source().split("_adjoint(")[0]
 
 
-@pytest.fixture
-def threading():
-    saved = (wp.config.cpu_parallel, wp.config.parallel_threshold, wp.config.mode)
-
-    def use(mode):
-        wp.config.cpu_parallel, wp.config.parallel_threshold = mode, 1
-
-    yield use
-    wp.config.cpu_parallel, wp.config.parallel_threshold, wp.config.mode = saved
-
-
-def _debug_reference(run):
-    """``run()``'s result with the plain loop (debug mode does not interchange)."""
-    saved = wp.config.mode
-    wp.config.mode = "debug"
-    try:
-        return run()
-    finally:
-        wp.config.mode = saved
-
-
 def test_which_loops_are_interchanged():
     assert _interchanged(poly) and _interchanged(nested)
     for kernel in (early_exit, own_length, reads_outputs, var_after, inner_loop):
@@ -142,7 +122,7 @@ def test_values_are_bit_identical(threading, mode, size):
         wp.launch(poly, size, inputs=[x, c, 40], outputs=[y])
         return y.numpy()
 
-    np.testing.assert_array_equal(run(), _debug_reference(run))
+    np.testing.assert_array_equal(run(), debug_reference(run))
 
 
 @pytest.mark.parametrize("mode", ["serial", "auto"])
@@ -159,7 +139,7 @@ def test_nested_loops_continue_and_atomics(threading, mode):
         wp.launch(nested, size, inputs=[x, m, n], outputs=[y, hist])
         return y.numpy(), hist.numpy()
 
-    (y, hist), (y_ref, hist_ref) = run(), _debug_reference(run)
+    (y, hist), (y_ref, hist_ref) = run(), debug_reference(run)
     np.testing.assert_array_equal(y, y_ref)
     np.testing.assert_allclose(hist, hist_ref, rtol=1e-12)  # atomics: summation order only
 

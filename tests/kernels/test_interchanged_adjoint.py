@@ -10,6 +10,7 @@ import pytest
 import difftape as wp
 from difftape._src.codegen.strips import STRIP
 from tests.fdcheck import check_tape
+from tests.kernels.modes import debug_reference
 
 
 @wp.kernel
@@ -87,27 +88,6 @@ def _interchanged_adjoint(kernel) -> bool:
     return "rt_carry_" in kernel.source().split("_adjoint(")[1]
 
 
-@pytest.fixture
-def threading():
-    saved = (wp.config.cpu_parallel, wp.config.parallel_threshold, wp.config.mode)
-
-    def use(mode):
-        wp.config.cpu_parallel, wp.config.parallel_threshold = mode, 1
-
-    yield use
-    wp.config.cpu_parallel, wp.config.parallel_threshold, wp.config.mode = saved
-
-
-def _plain(run):
-    """``run()``'s result with the plain adjoint (debug mode does not interchange)."""
-    saved = wp.config.mode
-    wp.config.mode = "debug"
-    try:
-        return run()
-    finally:
-        wp.config.mode = saved
-
-
 def test_which_adjoints_are_interchanged():
     assert _interchanged_adjoint(horner) and _interchanged_adjoint(counted)
     assert _interchanged_adjoint(shared_scale) and "priv_" in shared_scale.source()
@@ -145,7 +125,7 @@ def _horner_run(size, n, seed):
 def test_each_threads_gradient_is_bit_identical(threading, mode, size):
     threading(mode)
     run = _horner_run(size, 37, size)
-    (gx, gc, y), (gx_ref, gc_ref, y_ref) = run(), _plain(run)
+    (gx, gc, y), (gx_ref, gc_ref, y_ref) = run(), debug_reference(run)
     np.testing.assert_array_equal(y, y_ref)
     np.testing.assert_array_equal(gx, gx_ref)
     np.testing.assert_allclose(gc, gc_ref, rtol=1e-12, atol=1e-12)  # summation order only
@@ -155,7 +135,7 @@ def test_each_threads_gradient_is_bit_identical(threading, mode, size):
 def test_long_loops_grow_the_stacks(threading, mode):
     threading(mode)
     run = _horner_run(STRIP + 5, 300, 1)  # 300 saves per thread: far past the first room
-    (gx, gc, _), (gx_ref, gc_ref, _) = run(), _plain(run)
+    (gx, gc, _), (gx_ref, gc_ref, _) = run(), debug_reference(run)
     np.testing.assert_array_equal(gx, gx_ref)
     np.testing.assert_allclose(gc, gc_ref, rtol=1e-12, atol=1e-12)
 
@@ -197,7 +177,7 @@ def test_int64_saves_and_a_shared_add_in_the_loop(threading, mode):
                              loss: wp.array([0.5], dtype=wp.float32)})
         return xa.grad.numpy(), y.numpy(), loss.numpy()
 
-    (gx, y, loss), (gx_ref, y_ref, loss_ref) = run(), _plain(run)
+    (gx, y, loss), (gx_ref, y_ref, loss_ref) = run(), debug_reference(run)
     np.testing.assert_array_equal(y, y_ref)
     np.testing.assert_array_equal(gx, gx_ref)
     np.testing.assert_allclose(loss, loss_ref, rtol=1e-5)

@@ -139,17 +139,6 @@ def _strip_mined(kernel, rank: int, adjoint: bool) -> str | None:
     return part.split("for rt_s in range(rt_strip_end - rt_strip):", 1)[1]
 
 
-@pytest.fixture
-def threading():
-    saved = (wp.config.cpu_parallel, wp.config.parallel_threshold)
-
-    def use(mode):
-        wp.config.cpu_parallel, wp.config.parallel_threshold = mode, 1
-
-    yield use
-    wp.config.cpu_parallel, wp.config.parallel_threshold = saved
-
-
 def test_neighbour_adds_move_out_of_the_thread_loop():
     source = diffuse.source(dim=2).split("def diffuse_adjoint")[1]
     threads = source.split("for t1 in range(rt_strip, rt_strip_end):")[1].split("if has_adj_u:")[0]
