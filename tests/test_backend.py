@@ -102,9 +102,10 @@ def test_second_process_loads_compiled_kernels_from_disk_cache(tmp_path):
         with tape:
             wp.launch(cube, 4, inputs=[x, y])
         tape.backward(grads={y: wp.ones(4, dtype=float)})
-        program = cube.program(1)
-        hits = sum(program.forward.stats.cache_hits.values())
-        hits += sum(program.adjoint.stats.cache_hits.values())
+        hits = 0  # the forward's program, and the one compiled for the adjoint's flags
+        for program in cube._built.values():
+            for fn in (program.forward, program.adjoint):
+                hits += sum(fn.stats.cache_hits.values()) if fn is not None else 0
         print(hits, x.grad.numpy().tolist())
     """))
     env = dict(os.environ, DIFFTAPE_CACHE_DIR=str(tmp_path / "cache"))
@@ -114,7 +115,7 @@ def test_second_process_loads_compiled_kernels_from_disk_cache(tmp_path):
     assert runs[1][0] == "2", "second process must load forward and adjoint from the cache"
     assert runs[0][1] == runs[1][1] == "[0.0, 3.0, 12.0, 27.0]\n"
     generated = [f for f in os.listdir(tmp_path / "cache") if f.endswith(".py")]
-    assert len(generated) == 1 and generated[0].startswith("difftape_gen_cube_")
+    assert len(generated) == 2 and all(f.startswith("difftape_gen_cube_") for f in generated)
 
 
 def test_debug_mode_reports_out_of_bounds_reads():
@@ -317,3 +318,46 @@ def test_overlap_check_tells_struct_fields_apart():
     assert _overlapping([data["a"], data["a"]])
     assert _overlapping([plain, plain[1:]])
     assert not _overlapping([plain, np.zeros(4, np.float32)])
+
+
+@wp.kernel
+def blend(a: wp.array(dtype=wp.vec3), b: wp.array(dtype=wp.vec3), w: float,
+          out: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    out[i] = a[i] * w + b[i] * (1.0 - w)
+
+
+def _blend_grads(grad_a: bool, grad_b: bool, retain: bool):
+    rng = np.random.default_rng(1)
+    n = 37
+    a = wp.array(rng.standard_normal((n, 3)), dtype=wp.vec3, requires_grad=grad_a)
+    b = wp.array(rng.standard_normal((n, 3)), dtype=wp.vec3, requires_grad=grad_b)
+    out = wp.zeros(n, dtype=wp.vec3, requires_grad=True)
+    out.retain_grad = retain
+    tape = wp.Tape()
+    with tape:
+        wp.launch(blend, n, inputs=[a, b, 0.25], outputs=[out])
+    seed = rng.standard_normal((n, 3))
+    out.grad.assign(seed)
+    tape.backward()
+    return (a.grad.numpy() if grad_a else None, b.grad.numpy() if grad_b else None,
+            out.grad.numpy(), seed)
+
+
+def test_adjoints_are_compiled_for_their_launches_flags():
+    """Each combination of has-adjoint and consume flags gets its own adjoint, with the flags
+    folded into the code (no branch on them left), and every combination is right."""
+    for grad_a, grad_b, retain in [(True, True, False), (True, False, False),
+                                   (False, True, True), (True, True, False)]:
+        ga, gb, gout, seed = _blend_grads(grad_a, grad_b, retain)
+        if grad_a:
+            np.testing.assert_allclose(ga, 0.25 * seed, rtol=1e-6)
+        if grad_b:
+            np.testing.assert_allclose(gb, 0.75 * seed, rtol=1e-6)
+        np.testing.assert_allclose(gout, seed if retain else 0.0, rtol=1e-6)  # consumed
+    specialised = [p for p in blend._built.values() if p.variant.flags is not None]
+    assert len(specialised) == 3  # one per combination
+    for program in specialised:
+        body = program.source.split("def blend_adjoint(")[1].split("\n", 1)[1]
+        assert "has_adj_" not in body and "consume_" not in body
+    assert "if has_adj_a:" in blend.source()  # the generic text, as kernel.source() shows it

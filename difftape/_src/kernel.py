@@ -167,14 +167,16 @@ class Kernel:
         forward, adjoint = self.scatter_sites()
         return bool(forward), bool(adjoint)
 
-    def variant(self, rank: int, atomic: bool = False, noalias: bool = True) -> cpu.Variant:
+    def variant(self, rank: int, atomic: bool = False, noalias: bool = True,
+                flags: tuple[bool, ...] | None = None) -> cpu.Variant:
         debug = self.option("mode") == "debug" or config.mode == "debug"
         return cpu.Variant(rank=rank, parallel=atomic, debug=debug,
                            fast_math=bool(self.option("fast_math")),
                            flush_denormals=bool(self.option("flush_denormals")),
-                           backward=self.enable_backward, noalias=noalias)
+                           backward=self.enable_backward, noalias=noalias, flags=flags)
 
-    def program(self, rank: int, atomic: bool = False, noalias: bool = True) -> cpu.CpuProgram:
+    def program(self, rank: int, atomic: bool = False, noalias: bool = True,
+                flags: tuple[bool, ...] | None = None) -> cpu.CpuProgram:
         """The compiled program for launches of ``rank`` dimensions (built once, then cached).
 
         Args:
@@ -182,28 +184,30 @@ class Kernel:
             atomic: the variant whose scatter sites use atomics (chunks may run concurrently
                 without per-chunk views).
             noalias: assume no two array arguments overlap (False for launches whose do).
+            flags: an adjoint launch's has-adjoint and consume flags, which its adjoint is
+                compiled for (None: a forward launch, or flags read at run time).
         """
-        fast = (rank, atomic, noalias, config.mode, _options_epoch[0])
+        fast = (rank, atomic, noalias, config.mode, _options_epoch[0], flags)
         program = self._recent.get(fast)
         if program is not None:
             return program
         module = module_options(self.module)
         state = (rank, atomic, noalias, config.mode, module.get("mode"),
                  module.get("fast_math"), module.get("flush_denormals"),
-                 module.get("enable_backward"))
+                 module.get("enable_backward"), flags)
         program = self._programs.get(state)
         if program is None:
             with self._lock:
                 program = self._programs.get(state)
                 if program is None:
-                    program = self._build(self.variant(rank, atomic, noalias))
+                    program = self._build(self.variant(rank, atomic, noalias, flags))
                     self._programs[state] = program
         self._recent[fast] = program
         return program
 
     def _build(self, variant: cpu.Variant) -> cpu.CpuProgram:
         key = (variant.rank, variant.parallel, variant.debug, variant.fast_math,
-               variant.flush_denormals, variant.noalias, variant.backward)
+               variant.flush_denormals, variant.noalias, variant.backward, variant.flags)
         program = self._built.get(key)
         if program is None:
             program = cpu.build_program(self.ir, variant, self.origin())

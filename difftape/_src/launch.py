@@ -331,7 +331,8 @@ _SERIAL = Threading()
 
 
 def _threading(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool, receiver,
-               args: list, positions: dict[str, int]) -> Threading:
+               args: list, positions: dict[str, int],
+               flags: tuple[bool, ...] | None = None) -> Threading:
     """How to run one launch that ``config.cpu_parallel`` does not keep serial (``_execute``
     keeps "serial", ``config.deterministic`` and small "auto" launches serial): "parallel"
     (atomics at scatter sites); "replicate" (per-chunk copies of the arrays scatter sites add
@@ -341,7 +342,8 @@ def _threading(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool,
     next to the launch; serially otherwise (on few cores, scattered float atomics cost more than
     a second core gives back, PERF-NOTES §3). ``receiver(symbol)`` is the array a scatter site
     adds into in this launch and whether it receives anything (False: an absent adjoint's
-    stand-in); ``args[positions[symbol]]`` the argument of a parameter."""
+    stand-in); ``args[positions[symbol]]`` the argument of a parameter; ``flags`` an adjoint
+    launch's (its program holds the adjoint's views)."""
     mode = config.cpu_parallel
     rows = dims[0]
     chunks = min(rows, numba.get_num_threads())
@@ -353,7 +355,7 @@ def _threading(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool,
     received = {symbol: receiver(symbol) for symbol in sites}
     live = {symbol: array for symbol, (array, receives) in received.items() if receives}
     if all(sites[symbol] for symbol in live):
-        banded, margin = _bands(kernel.program(len(dims)), adjoint, live, rows,
+        banded, margin = _bands(kernel.program(len(dims), flags=flags), adjoint, live, rows,
                                 lambda symbol, axis: args[positions[symbol]].shape[axis])
         copies = sum(a.size for symbol, a in live.items() if symbol not in banded) * chunks
         if mode == "replicate" or copies <= REPLICA_ELEMENTS_PER_THREAD * total:
@@ -414,16 +416,18 @@ def _rank_error(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...]) -> Laun
 
 
 def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int, adjoint: bool,
-             args: list, arrays: list, receiving: tuple[list, list] | None) -> None:
+             args: list, arrays: list, receiving: tuple[list, list, list] | None) -> None:
     """Pick the program and chunking for one launch and run it.
 
     Compiled code assumes its array arguments never overlap (so LLVM can vectorize); a launch
     passing overlapping arrays (``inputs=[x, x]``) runs serially on a variant without that
     assumption, whatever ``cpu_parallel`` asks: with it, adds into one adjoint through two
-    parameters could be lost. ``receiving``: the adjoint buffers and has-adjoint flags of an
-    adjoint launch (None in a forward one), from which ``_receiver`` makes ``_threading``'s
+    parameters could be lost. ``receiving``: the adjoint buffers, has-adjoint and consume flags
+    of an adjoint launch (None in a forward one), from which ``_receiver`` makes ``_threading``'s
     ``receiver`` when it is needed."""
     receiver = None
+    # An adjoint is compiled for its launch's has-adjoint and consume flags (cpu._specialised).
+    flags = (*receiving[1], *receiving[2]) if adjoint else None
     if _overlapping(arrays):
         how, noalias = _SERIAL, False
     else:
@@ -433,9 +437,10 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
             how = _SERIAL
         else:
             receiver = _receiver(plan, args, receiving)
-            how = _threading(kernel, dims, total, adjoint, receiver, args, plan.positions)
+            how = _threading(kernel, dims, total, adjoint, receiver, args, plan.positions,
+                             flags)
         noalias = True
-    program = kernel.program(len(dims), how.atomic, noalias)
+    program = kernel.program(len(dims), how.atomic, noalias, flags)
     fn = program.adjoint if adjoint else program.forward
     views = program.views[adjoint]
     if views and receiver is None:
@@ -453,13 +458,13 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
         _reraise(kernel, "adjoint" if adjoint else "forward", program, err)
 
 
-def _receiver(plan: LaunchPlan, packed: list, receiving: tuple[list, list] | None):
+def _receiver(plan: LaunchPlan, packed: list, receiving: tuple[list, list, list] | None):
     """``receiver(symbol)``: the array a parameter's scatter sites add into, and whether it
     receives anything: in a forward launch the packed argument (always); in an adjoint launch
     its adjoint buffer and has-adjoint flag."""
     if receiving is None:
         return lambda symbol: (packed[plan.positions[symbol]], True)
-    buffers, has = receiving
+    buffers, has = receiving[:2]
     return lambda symbol: (buffers[plan.adjoint_positions[symbol]],
                            has[plan.adjoint_positions[symbol]])
 
@@ -546,7 +551,7 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
     arrays = plan.packed_arrays(packed)
     arrays += [b for b, flag in zip(buffers, has) if flag]
     _execute(kernel, plan, dims, total, True, packed + buffers + has + consume, arrays,
-             (buffers, has))
+             (buffers, has, consume))
     for grad, data in staged:
         grad._data[...] = data
 

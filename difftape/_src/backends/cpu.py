@@ -23,7 +23,7 @@ from .. import config, dtypes
 from ..codegen import naming
 from ..codegen.activity import analyze, scatter_sites
 from ..codegen.adjoint import AdjointWriter
-from ..codegen.emitter import SourceBuilder, plus
+from ..codegen.emitter import ConstantPool, SourceBuilder, plus
 from ..codegen.forward import PHASE_MARK, ForwardWriter
 from ..codegen.interchange import Interchange, phase_flow, stack_moves
 from ..codegen.interchange import plan as interchange_plan
@@ -61,6 +61,9 @@ class Variant:
     # Array arguments never overlap (the launcher checks): LLVM may then vectorize loops that
     # read one array and write another.
     noalias: bool = False
+    # The adjoint's has-adjoint and consume flags (in parameter order: every array's has, then
+    # every array's consume) as the launches it serves pass them; None: read at run time.
+    flags: tuple[bool, ...] | None = None
 
 
 @dataclass
@@ -79,7 +82,7 @@ class ReplicaView:
 
 @dataclass
 class CpuProgram:
-    forward: object
+    forward: object | None  # None in a variant compiled for an adjoint launch's flags
     adjoint: object | None
     source: str
     path: str
@@ -596,21 +599,25 @@ def _row_window(sites: list[tuple[ir.Expr, ...]], defs, rank: int) -> RowWindow 
 
 def generate_module(kernel: ir.KernelIR, variant: Variant, origin: str) -> str:
     """The full generated Python module (forward, and adjoint when enabled) for ``variant``."""
-    return _generate(kernel, variant, origin)[0]
+    return _generate(kernel, variant, origin, (False, True) if variant.backward else (False,))[0]
 
 
-def _generate(kernel: ir.KernelIR, variant: Variant, origin: str):
+def _generate(kernel: ir.KernelIR, variant: Variant, origin: str, directions: tuple[bool, ...]):
+    """The module's source with the forward and/or the adjoint function (``directions``: False
+    forward, True adjoint), and their replica views (forward's, adjoint's)."""
     body = structure(kernel)
-    forward, symbols, rules, runtime, constants, views = _function(kernel, body, variant, False)
-    parts, all_views = [forward], (views, [])
-    if variant.backward:
-        adjoint, adj_symbols, rules, adj_runtime, adj_constants, adj_views = _function(
-            kernel, body, variant, adjoint=True)
-        all_views = (views, adj_views)
-        parts.append(adjoint)
-        symbols |= adj_symbols
-        runtime |= adj_runtime
-        constants.values.update(adj_constants.values)
+    parts, all_views = [], ([], [])
+    symbols, rules, runtime, constants = set(), set(), set(), ConstantPool()
+    for adjoint in directions:
+        text, more_symbols, rules, more_runtime, more_constants, views = _function(
+            kernel, body, variant, adjoint)
+        if adjoint and variant.flags is not None:
+            text = _specialised(text, kernel, variant.flags)
+        parts.append(text)
+        all_views[adjoint].extend(views)
+        symbols |= more_symbols
+        runtime |= more_runtime
+        constants.values.update(more_constants.values)
     header = _HEADER.format(version=_difftape_version, kernel=kernel.name, origin=origin)
     if runtime:
         header += f"from difftape._src.backends.cpu_runtime import {', '.join(sorted(runtime))}\n"
@@ -619,6 +626,24 @@ def _generate(kernel: ir.KernelIR, variant: Variant, origin: str):
         header += f"from difftape._src.backends.cpu_symbols import {', '.join(imports)}\n"
     return (header + "\n" + constants.definitions() + "\n\n" + "\n\n".join(parts),
             all_views)
+
+
+def _specialised(function: str, kernel: ir.KernelIR, flags: tuple[bool, ...]) -> str:
+    """An adjoint function's text with its has-adjoint and consume flags replaced by ``flags``.
+
+    Branches on them then fold away, and the loops that stored or added under them do so
+    unconditionally, which LLVM vectorizes where it would not with stores under a run-time
+    flag (one core: the mass-spring force adjoint 10.2 -> 6.5 ms, its vec3 integrator's
+    1.1 -> 0.65 ms). The parameters stay, unread, so every variant is called alike."""
+    arrays = [p.symbol for p in kernel.flat_params() if p.is_array]
+    names = [naming.has_adjoint_flag(a) for a in arrays] + [naming.consume_flag(a) for a in arrays]
+    if len(names) != len(flags):
+        raise InternalError(f"kernel '{kernel.name}': {len(flags)} adjoint flags for "
+                            f"{len(names)} parameters; this is a difftape bug")
+    values = dict(zip(names, flags))
+    decorator, signature, body = function.split("\n", 2)
+    flag = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+    return "\n".join((decorator, signature, flag.sub(lambda m: str(values[m[1]]), body)))
 
 
 def _cache_dir() -> str:
@@ -655,9 +680,12 @@ def load_module(kernel_name: str, source: str):
 
 
 def build_program(kernel: ir.KernelIR, variant: Variant, origin: str) -> CpuProgram:
-    source, views = _generate(kernel, variant, origin)
+    """A launch's program: the forward, or (a variant with ``flags``) the adjoint compiled for
+    its launches' flags; each is written and cached as a module of its own."""
+    directions = (False,) if variant.flags is None else (True,) if variant.backward else ()
+    source, views = _generate(kernel, variant, origin, directions)
     module, path = load_module(kernel.name, source)
-    forward = getattr(module, naming.forward_function(kernel.name))
+    forward = getattr(module, naming.forward_function(kernel.name), None)
     adjoint = getattr(module, naming.adjoint_function(kernel.name), None)
     return CpuProgram(forward, adjoint, source, path, variant, views)
 
