@@ -464,7 +464,7 @@ def _receiver(plan: LaunchPlan, packed: list, receiving: tuple[list, list, list]
     its adjoint buffer and has-adjoint flag."""
     if receiving is None:
         return lambda symbol: (packed[plan.positions[symbol]], True)
-    buffers, has = receiving[:2]
+    buffers, has, _ = receiving
     return lambda symbol: (buffers[plan.adjoint_positions[symbol]],
                            has[plan.adjoint_positions[symbol]])
 

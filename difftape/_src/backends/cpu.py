@@ -25,7 +25,7 @@ from ..codegen.activity import analyze, scatter_sites
 from ..codegen.adjoint import AdjointWriter
 from ..codegen.emitter import ConstantPool, SourceBuilder, plus
 from ..codegen.forward import PHASE_MARK, ForwardWriter
-from ..codegen.interchange import Interchange, phase_flow, stack_moves
+from ..codegen.interchange import Interchange, parse_phase, phase_flow, stack_moves
 from ..codegen.interchange import plan as interchange_plan
 from ..codegen.offsets import RowWindow, definitions, row_window
 from ..codegen.signs import assigned, nonnegative_locals
@@ -313,10 +313,11 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
     lines = around.lines
     phases = [lines[:marks[0]], parts["replay"], lines[marks[0] + 1:marks[1]],
               parts["reverse"], lines[marks[1] + 1:]]
-    moves = [stack_moves(phase) for phase in phases]
+    trees = [parse_phase(phase) for phase in phases]
+    moves = [stack_moves(tree) for tree in trees]
     if None in moves or _calls_builtins(phases[1] + phases[3], writer):
         return None
-    flows = [phase_flow(phase) for phase in phases]
+    flows = [phase_flow(tree) for tree in trees]
     # Names the code around the strip's threads sets (the same in every thread), and the
     # function's own (stacks, per-chunk accumulators).
     outside = {"t0", "tidflat", "rt_lane", "ftop", "itop", "fstack", "istack", swap.loop.var,
@@ -609,13 +610,14 @@ def _generate(kernel: ir.KernelIR, variant: Variant, origin: str, directions: tu
     parts, all_views = [], ([], [])
     symbols, rules, runtime, constants = set(), set(), set(), ConstantPool()
     for adjoint in directions:
-        text, more_symbols, rules, more_runtime, more_constants, views = _function(
+        text, more_symbols, more_rules, more_runtime, more_constants, views = _function(
             kernel, body, variant, adjoint)
         if adjoint and variant.flags is not None:
             text = _specialised(text, kernel, variant.flags)
         parts.append(text)
         all_views[adjoint].extend(views)
         symbols |= more_symbols
+        rules |= more_rules
         runtime |= more_runtime
         constants.values.update(more_constants.values)
     header = _HEADER.format(version=_difftape_version, kernel=kernel.name, origin=origin)

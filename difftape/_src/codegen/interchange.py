@@ -155,26 +155,28 @@ def _expr_reads(s: ir.Stmt) -> set[str]:
 
 # ---------------------------------------------------------------- adjoints
 
-def phase_flow(lines: list[str]) -> tuple[set[str], set[str]]:
-    """The locals a phase of generated per-thread code assigns, and those it may read before
-    assigning them (upward exposed: their value comes in from an earlier phase or iteration).
+def parse_phase(lines: list[str]) -> ast.Module:
+    """A phase of an interchanged adjoint's generated per-thread code, parsed.
 
-    An interchanged adjoint carries the names the writer generates (replay temporaries, branch
-    conditions, adjoint accumulators) as well as the user's, so this reads the generated code
-    itself rather than the IR."""
-    tree = ast.parse(textwrap.dedent("\n".join(lines)))
-    assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
-                and isinstance(n.ctx, ast.Store)}
+    The adjoint carries the names the writer generates (replay temporaries, branch conditions,
+    adjoint accumulators) as well as the user's, so ``phase_flow`` and ``stack_moves`` read the
+    generated code itself rather than the IR."""
+    return ast.parse(textwrap.dedent("\n".join(lines)))
+
+
+def phase_flow(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """The locals a phase assigns, and those it may read before assigning them (upward
+    exposed: their value comes in from an earlier phase or iteration)."""
     exposed, _ = _flow(tree.body, set())
-    return assigned, exposed
+    return _stores(tree), exposed
 
 
-def stack_moves(lines: list[str]) -> dict[str, int] | None:
-    """How far a phase of generated per-thread code moves each stack's top (``ftop``,
-    ``itop``), or None where that differs between paths: a branch whose arms save different
-    counts, a loop that saves. The stacks of an interchanged adjoint have one lane per thread
-    of the strip and one top for all of them, so every thread must move it alike."""
-    return _moves(ast.parse(textwrap.dedent("\n".join(lines))).body)
+def stack_moves(tree: ast.Module) -> dict[str, int] | None:
+    """How far a phase moves each stack's top (``ftop``, ``itop``), or None where that differs
+    between paths: a branch whose arms save different counts, a loop that saves. The stacks of
+    an interchanged adjoint have one lane per thread of the strip and one top for all of them,
+    so every thread must move it alike."""
+    return _moves(tree.body)
 
 
 def _moves(stmts: list[ast.stmt]) -> dict[str, int] | None:
