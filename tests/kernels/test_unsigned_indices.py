@@ -45,7 +45,7 @@ def _edge_body(source: str) -> str:
 
 def test_generated_indices():
     source = _edge_body(mixed_signs.source())
-    assert "x[uint64(left)]" in source and "y[uint64(i)]" in source
+    assert "x[uint64(left)]" in source and "y[uint64(t0)]" in source  # i: the thread index
     assert "x[uint64(k)]" in source and "x[uint64(half)]" in source
     for signed in ("right", "back", "int32(m", "int32(wp_mod_1(flip"):
         assert f"x[{signed}" in source and f"uint64({signed}" not in source, signed
@@ -91,7 +91,7 @@ def test_gradients_through_unsigned_and_signed_indices():
     idx = wp.array(rng.integers(0, 16, 16).astype(np.int32), dtype=int)
     y = wp.zeros(16, dtype=float, requires_grad=True)
     source = gather_scatter.source(adjoint=True)
-    assert "adj_x[j]" in source and "adj_x[uint64(i)]" in source
+    assert "adj_x[j]" in source and "adj_x[uint64(t0)]" in source
     tape = wp.Tape()
     with tape:
         wp.launch(gather_scatter, dim=16, inputs=[x, idx], outputs=[y])
@@ -100,3 +100,38 @@ def test_gradients_through_unsigned_and_signed_indices():
     expected = xs[js].copy()
     np.add.at(expected, js, xs)
     np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-6)
+
+
+@wp.kernel
+def shifted_rows(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    k = j + 2
+    b[i, j] = a[i, k] + a[i + 1, j]
+
+
+def test_thread_indices_are_spelled_from_the_loop_counters():
+    """An index that is a thread index plus a constant is written from the int64 loop counter:
+    the int32 thread index truncates it, which keeps LLVM from seeing consecutive accesses."""
+    source = shifted_rows.source(dim=2)
+    assert "b[uint64(t0), uint64(t1)]" in source
+    assert "a[uint64(t0), uint64(t1 + 2)]" in source and "a[uint64(t0 + 1), uint64(t1)]" in source
+    a0 = np.arange(5 * 7, dtype=np.float32).reshape(5, 7)
+    a, b = wp.array(a0, dtype=float), wp.zeros((4, 5), dtype=float)
+    wp.launch(shifted_rows, dim=(4, 5), inputs=[a, b])
+    np.testing.assert_array_equal(b.numpy(), a0[:4, 2:7] + a0[1:5, :5])
+
+
+@wp.kernel
+def counter_names(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    t0 = a[i, j] * 2.0  # the generated loops' counters are named t0, t1
+    t1 = float(i)
+    rt_lane = 3.0
+    b[i, j] = t0 + t1 + rt_lane
+
+
+def test_locals_named_like_the_loop_counters_are_renamed():
+    a0 = np.arange(12, dtype=np.float32).reshape(3, 4)
+    a, b = wp.array(a0, dtype=float), wp.zeros((3, 4), dtype=float)
+    wp.launch(counter_names, dim=(3, 4), inputs=[a, b])
+    np.testing.assert_array_equal(b.numpy(), a0 * 2 + np.arange(3)[:, None] + 3)

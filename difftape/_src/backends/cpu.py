@@ -207,7 +207,10 @@ def _writer(kernel: ir.KernelIR, body: list[ir.Stmt], analysis, variant: Variant
     """A writer for ``body``, with its scatter sites replicated unless the variant has atomics."""
     sites = None if variant.parallel else scatter_sites(body, kernel, analysis)
     writer_cls = AdjointWriter if adjoint else ForwardWriter
-    return writer_cls(kernel, analysis, variant.parallel, variant.debug, sites)
+    writer = writer_cls(kernel, analysis, variant.parallel, variant.debug, sites)
+    writer.rank = variant.rank
+    writer.thread_defs = definitions(body, analysis.single_assigned)
+    return writer
 
 
 def _write_bodies(kernel: ir.KernelIR, bodies: list[list[ir.Stmt]], analysis,
@@ -229,6 +232,7 @@ def _write_bodies(kernel: ir.KernelIR, bodies: list[list[ir.Stmt]], analysis,
         # An interior copy computes the same values where it runs: the plain body's proofs
         # hold there, and its own find more (``j + 1`` where the plain body had a clamp).
         writer.nonnegative = plain if k == 0 else plain | nonnegative_locals(kernel, body)
+        writer.thread_defs = definitions(body, analysis.single_assigned)
         writer.in_reverse, writer.depth = False, 0
         writer.versions.clear()  # accumulators start under their own names in every body
         inner = SourceBuilder()

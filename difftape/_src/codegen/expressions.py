@@ -12,8 +12,9 @@ from .. import dtypes
 from ..frontend import ir
 from . import naming
 from .activity import Analysis
-from .emitter import ConstantPool, SourceBuilder, cast
+from .emitter import ConstantPool, SourceBuilder, cast, plus
 from .inline_rules import INLINE_NEEDS, INLINE_RULES
+from .offsets import thread_offset
 from .signs import is_nonnegative, nonnegative_locals
 from .strips import Strips
 
@@ -32,6 +33,11 @@ class ExprCoder:
         self.analysis = analysis
         self.debug = debug  # bounds-check every array index (mode="debug")
         self.nonnegative = nonnegative_locals(kernel)  # indices from these need no wraparound
+        # The values of the body's single-assigned locals (``offsets.definitions``), set while
+        # writing a thread body of a launch of ``rank`` dimensions: an index that is a thread
+        # index plus a constant is then spelled from the int64 loop counter (``thread_index``).
+        self.thread_defs: dict[str, ir.Expr] | None = None
+        self.rank = 1
         self.site: ir.Stmt | None = None  # statement being emitted, for debug messages
         self.declared: dict[str, type] = {}
         self.symbols: set[str] = set()  # builtin symbols the module must import
@@ -129,8 +135,25 @@ class ExprCoder:
         """``code`` as an unsigned index when ``index`` is provably >= 0: Numba then skips its
         negative-index wraparound, and LLVM sees consecutive accesses (``signs.py``)."""
         if getattr(index.type, "kind", None) == "int" and is_nonnegative(index, self.nonnegative):
-            return f"uint64({code})"
+            return f"uint64({self.thread_index(index) or code})"
         return code
+
+    def thread_index(self, index: ir.Expr) -> str | None:
+        """``index`` spelled from the thread loop's int64 counter (``t0 + 1`` for ``i + 1``)
+        when it is a thread index plus a constant, else None. The int32 thread index is the
+        counter truncated, and LLVM cannot tell that the truncation never wraps: loads and
+        stores through it stay element by element in vectorized loops (one core, 4M float32
+        sines: 21 -> 17.5 ms). The two spellings differ only past 2**31 threads."""
+        if self.thread_defs is None:
+            return None
+        names = [(f"tid{k}", f"t{k}") for k in range(self.rank)]
+        if self.rank == 1:
+            names.append(("tidflat", "t0"))
+        for var, counter in names:
+            offset = thread_offset(index, self.thread_defs, var)
+            if offset is not None:
+                return counter + plus(offset)
+        return None
 
     def code(self, e: ir.Expr, temps: dict | None = None) -> str:
         """Inline spelling of ``e``; nodes found in ``temps`` are replaced by their temporary."""

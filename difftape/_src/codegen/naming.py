@@ -12,6 +12,7 @@ RESERVED = frozenset({
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
     "uint32", "uint64", "boolean", "bool", "True", "False", "None",
     "dim0", "dim1", "dim2", "dim3", "tid0", "tid1", "tid2", "tid3", "tidflat",
+    "t0", "t1", "t2", "t3",  # the thread loops' counters
     "fstack", "istack", "ftop", "itop", "lo", "hi",
 })
 _GENERATED_PREFIXES = ("var_", "adj_", "wp_", "cond_", "trip_", "start_", "step_", "stop_",
