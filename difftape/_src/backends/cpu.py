@@ -111,7 +111,8 @@ NOALIAS_OPTION = _register_noalias_option()
 
 
 def _thread_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, stacks: list[str],
-                  split: Split | None, bodies: list[list[str]], strips: Strips | None) -> None:
+                  split: Split | None, bodies: list[list[str]], strips: Strips | None,
+                  lanes: bool = False) -> None:
     """The per-thread loop nest over this chunk's rows ``lo:hi`` of the first dimension, each
     thread running ``bodies[0]``; with a split, the innermost dimension's interior threads run
     ``bodies[1]`` (``codegen/splits.py``), in a loop of their own before the edge threads.
@@ -120,7 +121,11 @@ def _thread_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, sta
     strips, where it is long enough: a launch of ``(n, 4)`` has nothing to vectorize, and the
     buffers and flush loops would double its cost. A shorter innermost loop runs ``bodies[0]``
     from start to end instead (a deferring body is never the first in a multi-dimensional
-    launch: ``_write_bodies``)."""
+    launch: ``_write_bodies``).
+
+    With ``lanes`` (the bodies add into lane arrays of privates, ``ExprCoder.private``), every
+    innermost loop runs in strips too, each thread on its strip lane ``rt_lane``; the threads
+    outside a split's interior use lane 0."""
     for line in stacks:
         out.line(line)
     last = variant.rank - 1
@@ -140,27 +145,30 @@ def _thread_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, sta
         out.line(f"rt_inner_hi = max(rt_inner_lo, min({', '.join([stop] + ends)}))")
         interior = ("rt_inner_lo", "rt_inner_hi")
     if strips is None:
-        _loop(kernel, variant, out, *interior, bodies[-1])
-        _edges(kernel, variant, out, start, stop, split, bodies[0])
+        _loop(kernel, variant, out, *interior, bodies[-1], lanes)
+        _edges(kernel, variant, out, start, stop, split, bodies[0], lanes)
         return
     if len(bodies) == 1:  # one-dimensional, no split: every chunk of rows runs in strips
-        _strips(kernel, variant, out, start, stop, bodies[0], strips)
+        _strips(kernel, variant, out, start, stop, bodies[0], strips, lanes)
         return
     with out.block(f"if {interior[1]} - {interior[0]} >= {MIN_STRIPPED}:"):
-        _strips(kernel, variant, out, *interior, bodies[-1], strips)
-        _edges(kernel, variant, out, start, stop, split, bodies[0])
+        _strips(kernel, variant, out, *interior, bodies[-1], strips, lanes)
+        _edges(kernel, variant, out, start, stop, split, bodies[0], lanes)
     with out.block("else:"):
-        _loop(kernel, variant, out, start, stop, bodies[0])
+        _loop(kernel, variant, out, start, stop, bodies[0], lanes)
 
 
 def _loop(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, start: str, stop: str,
-          body: list[str]) -> None:
+          body: list[str], lanes: bool) -> None:
+    if lanes:
+        _strips(kernel, variant, out, start, stop, body, None, lanes)
+        return
     with out.block(f"for t{variant.rank - 1} in range({start}, {stop}):"):
         _thread_body(kernel, variant, out, body)
 
 
 def _edges(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, start: str, stop: str,
-           split: Split | None, body: list[str]) -> None:
+           split: Split | None, body: list[str], lanes: bool) -> None:
     """The threads outside a split's interior, after it."""
     if split is None:
         return
@@ -168,16 +176,20 @@ def _edges(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, start: str
     with out.block(f"for rt_edge in range({stop} - {start} - (rt_inner_hi - rt_inner_lo)):"):
         out.line(f"t{last} = {start} + rt_edge")
         out.line(f"if t{last} >= rt_inner_lo: t{last} += rt_inner_hi - rt_inner_lo")
-        _thread_body(kernel, variant, out, body)
+        _thread_body(kernel, variant, out, (["rt_lane = 0"] if lanes else []) + body)
 
 
 def _strips(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, start: str, stop: str,
-            body: list[str], strips: Strips) -> None:
+            body: list[str], strips: Strips | None, lanes: bool) -> None:
+    """The innermost loop in strips of ``STRIP`` threads: ``strips``' deferred adds are flushed
+    after each, and with ``lanes`` every thread knows its lane."""
+    last = variant.rank - 1
     with out.block(f"for rt_strip in range({start}, {stop}, {STRIP}):"):
         out.line(f"rt_strip_end = min(rt_strip + {STRIP}, {stop})")
-        with out.block(f"for t{variant.rank - 1} in range(rt_strip, rt_strip_end):"):
-            _thread_body(kernel, variant, out, body)
-        for line in strips.flush():
+        with out.block(f"for t{last} in range(rt_strip, rt_strip_end):"):
+            lane = [f"rt_lane = t{last} - rt_strip"] if lanes else []
+            _thread_body(kernel, variant, out, lane + body)
+        for line in strips.flush() if strips is not None else ():
             out.line(line)
 
 
@@ -222,6 +234,7 @@ def _write_bodies(kernel: ir.KernelIR, bodies: list[list[ir.Stmt]], analysis,
     ``_thread_loops`` runs the first where rows are short); the plan of what it deferred is
     returned with the writer (None: nothing to defer)."""
     writer = _writer(kernel, bodies[0], analysis, variant, adjoint)
+    writer.lanes = not variant.debug  # debug mode adds in thread order, as the reference
     inners, reverse_lines = [], []
     plain = writer.nonnegative
     strips = plan(kernel, bodies[-1], variant.rank, analysis.single_assigned, deferrable)
@@ -537,7 +550,13 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
     out.line(f"def {name}({', '.join(args)}):")
     out.level += 1
     function_level = out.level
-    privates = [f"{local} = {writer.zero(t)}" for local, _, _, _, t in writer.privates]
+    privates = [f"{local} = rt_stack_array({STRIP}, np.{t.__name__}); "
+                f"rt_zero_lanes({local}, rt_lanes)" if local in writer.laned
+                else f"{local} = {writer.zero(t)}" for local, _, _, _, t in writer.privates]
+    if writer.laned:
+        threads = "hi - lo" if variant.rank == 1 else f"dim{variant.rank - 1}"  # lanes: innermost
+        privates.insert(0, f"rt_lanes = max(1, min({STRIP}, {threads}))")
+        writer.runtime.update(("rt_stack_array", "rt_zero_lanes", "rt_lanes_total"))
     setup = [f"{sym} = float32({sym}_in)" for sym in sorted(narrowed - copies)]
     setup += stacks + privates
     if strips is not None:
@@ -570,12 +589,14 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
                             writer)
     else:
         _thread_loops(kernel, variant, out, setup, split,
-                      [prologue.lines + inner.lines for inner in inners], strips)
+                      [prologue.lines + inner.lines for inner in inners], strips,
+                      lanes=bool(writer.laned))
     out.level = function_level
     if writer.privates:  # flush the chunk's accumulators of thread-invariant sites, once
         writer.runtime.add("rt_atomic_add")
         for local, array, index, guard, _ in writer.privates:
-            flush = f"rt_atomic_add({array}, ({index},), {local})"
+            total = f"rt_lanes_total({local}, rt_lanes)" if local in writer.laned else local
+            flush = f"rt_atomic_add({array}, ({index},), {total})"
             out.line(f"if {guard}: {flush}" if guard else flush)
     if variant.flush_denormals:
         out.line("rt_set_fp_control(rt_fp_saved)")

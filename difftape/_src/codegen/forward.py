@@ -354,6 +354,7 @@ class ForwardWriter(ExprCoder):
         sub.counter, sub.constants = self.counter, self.constants
         # flushed and summed by this function
         sub.privates, sub.replicas = self.privates, self.replicas
+        sub.lanes, sub.laned = self.lanes, self.laned
         sub.replica_sites = self.replica_sites
         forward, reverse = SourceBuilder(out.level), SourceBuilder(out.level)
         sub.write(s.body, forward, replay=True)

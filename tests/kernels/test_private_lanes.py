@@ -1,0 +1,106 @@
+"""Thread-invariant adds (a loss at index 0, a shared coefficient's adjoint) go to a per-chunk
+local; a float one is a strip-long lane array, one lane per thread of the strip
+(``ExprCoder.private``), summed lane by lane when the chunk flushes it. Sums must be right at
+every size around the strip's length, in every threading mode, in forward and adjoint code, in
+split and multi-dimensional launches; debug mode keeps one plain local."""
+
+import numpy as np
+import pytest
+
+import difftape as wp
+from tests.fdcheck import check_tape
+from tests.kernels.modes import debug_reference
+
+
+@wp.kernel
+def total(y: wp.array(dtype=float), loss: wp.array(dtype=float), count: wp.array(dtype=int)):
+    i = wp.tid()
+    wp.atomic_add(loss, 0, y[i])
+    wp.atomic_sub(loss, 1, 2.0 * y[i])
+    wp.atomic_add(count, 0, 1)  # integer: stays a plain local
+
+
+@wp.kernel
+def scaled(x: wp.array(dtype=wp.float64), c: wp.array(dtype=wp.float64),
+           y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    y[i] = c[0] * x[i] + c[1] * x[i] * x[i]  # adjoint: c's adds are thread-invariant
+
+
+@wp.kernel
+def looped(x: wp.array(dtype=float), loss: wp.array(dtype=float)):
+    i = wp.tid()
+    for k in range(3):
+        if x[i] > float(k):
+            wp.atomic_add(loss, 0, x[i] * float(k + 1))
+
+
+@wp.kernel
+def blurred_energy(u: wp.array2d(dtype=wp.float64), loss: wp.array(dtype=wp.float64)):
+    i, j = wp.tid()
+    m = u.shape[1]
+    right = wp.min(j + 1, m - 1)  # a split: interior threads and edge threads
+    d = u[i, right] - u[i, j]
+    wp.atomic_add(loss, 0, d * d)
+
+
+def test_float_privates_are_lane_arrays_outside_debug_mode():
+    source = total.source()
+    forward = source.split("def total_adjoint")[0]
+    assert "priv_1[rt_lane] += " in forward and "priv_2[rt_lane] -= " in forward
+    assert "priv_3 += " in forward  # the integer count
+    assert "rt_lanes_total(priv_1, rt_lanes)" in forward
+    assert "[rt_lane]" in scaled.source().split("def scaled_adjoint")[1]
+    debug = debug_reference(total.source)
+    assert "rt_lane" not in debug and "priv_1 += " in debug
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto", "parallel", "replicate"])
+@pytest.mark.parametrize("n", [1, 2, 511, 512, 513, 1025, 5000])
+def test_sums_at_every_size(threading, mode, n):
+    threading(mode)
+    values = np.arange(n, dtype=np.float32) % 7 - 3  # small integers: every order is exact
+    y, loss = wp.array(values, dtype=float), wp.zeros(2, dtype=float)
+    count = wp.zeros(1, dtype=int)
+    wp.launch(total, dim=n, inputs=[y, loss, count])
+    np.testing.assert_array_equal(loss.numpy(), [values.sum(), -2 * values.sum()])
+    assert count.numpy()[0] == n
+
+
+@pytest.mark.parametrize("mode", ["serial", "parallel"])
+def test_adjoint_lanes_give_the_shared_coefficients_gradient(threading, mode):
+    threading(mode)
+    n = 1500
+    rng = np.random.default_rng(5)
+    x = wp.array(rng.uniform(-1, 1, n), dtype=wp.float64)
+    c = wp.array([0.5, -1.5], dtype=wp.float64, requires_grad=True)
+    y = wp.zeros(n, dtype=wp.float64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(scaled, dim=n, inputs=[x, c], outputs=[y])
+    tape.backward(grads={y: wp.ones_like(y)})
+    xs = x.numpy()
+    np.testing.assert_allclose(c.grad.numpy(), [xs.sum(), (xs * xs).sum()], rtol=1e-12)
+
+
+def test_adds_inside_loops_and_branches():
+    n = 2000
+    xs = (np.arange(n) % 5).astype(np.float32)
+    x, loss = wp.array(xs, dtype=float), wp.zeros(1, dtype=float)
+    wp.launch(looped, dim=n, inputs=[x, loss])
+    expected = sum(float(v) * (k + 1) for v in xs for k in range(3) if v > k)
+    assert loss.numpy()[0] == expected
+
+
+@pytest.mark.parametrize("cols", [1, 3, 600, 1100])
+def test_split_launches_and_their_gradient(cols):
+    rng = np.random.default_rng(cols)
+    u0 = rng.uniform(-1, 1, (3, cols))
+    u, loss = wp.array(u0, dtype=wp.float64), wp.zeros(1, dtype=wp.float64)
+    assert "rt_lane = 0" in blurred_energy.source(dim=2)  # the edge threads' lane
+    wp.launch(blurred_energy, dim=(3, cols), inputs=[u, loss])
+    d = u0[:, np.minimum(np.arange(cols) + 1, cols - 1)] - u0
+    np.testing.assert_allclose(loss.numpy()[0], (d * d).sum(), rtol=1e-12)
+    check_tape(lambda a: wp.launch(blurred_energy, dim=(3, cols), inputs=[a["u"], a["loss"]]),
+               inputs={"u": u0}, outputs={"loss": np.zeros(1)},
+               dtypes_={"u": wp.float64, "loss": wp.float64})
