@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import difftape as wp
+from difftape._src.codegen.expressions import MAX_LANE_BYTES
 from tests.fdcheck import check_tape
 from tests.kernels.modes import debug_reference
 
@@ -104,3 +105,39 @@ def test_split_launches_and_their_gradient(cols):
     check_tape(lambda a: wp.launch(blurred_energy, dim=(3, cols), inputs=[a["u"], a["loss"]]),
                inputs={"u": u0}, outputs={"loss": np.zeros(1)},
                dtypes_={"u": wp.float64, "loss": wp.float64})
+
+
+@wp.kernel
+def many_totals(y: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    v = y[i]
+    wp.atomic_add(out, 0, v)
+    wp.atomic_add(out, 1, v * 2.0)
+    wp.atomic_add(out, 2, v * 3.0)
+    wp.atomic_add(out, 3, v * 4.0)
+    wp.atomic_add(out, 4, v * 5.0)
+    wp.atomic_add(out, 5, v * 6.0)
+    wp.atomic_add(out, 6, v * 7.0)
+    wp.atomic_add(out, 7, v * 8.0)
+    wp.atomic_add(out, 8, v * 9.0)
+    wp.atomic_add(out, 9, v * 10.0)
+    wp.atomic_add(out, 10, v * 11.0)
+    wp.atomic_add(out, 11, v * 12.0)
+    wp.atomic_add(out, 12, v * 13.0)
+    wp.atomic_add(out, 13, v * 14.0)
+    wp.atomic_add(out, 14, v * 15.0)
+    wp.atomic_add(out, 15, v * 16.0)
+    wp.atomic_add(out, 16, v * 17.0)
+    wp.atomic_add(out, 17, v * 18.0)
+
+
+def test_lane_arrays_are_bounded_in_stack_bytes():
+    forward = many_totals.source().split("def many_totals_adjoint")[0]
+    laned = forward.count("rt_zero_lanes(")
+    assert laned * 512 * 8 <= MAX_LANE_BYTES < (laned + 1) * 512 * 8
+    assert "priv_18 += " in forward  # past the bound: a plain local
+    n = 1000
+    values = np.arange(n, dtype=np.float64) % 11
+    y, out = wp.array(values, dtype=wp.float64), wp.zeros(18, dtype=wp.float64)
+    wp.launch(many_totals, dim=n, inputs=[y, out])
+    np.testing.assert_array_equal(out.numpy(), values.sum() * np.arange(1, 19))

@@ -8,6 +8,8 @@ into locals (``adj_x += …``) and array adjoints (through ``accumulate``).
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes
 from ..frontend import ir
 from . import naming
@@ -16,7 +18,11 @@ from .emitter import ConstantPool, SourceBuilder, cast, plus
 from .inline_rules import INLINE_NEEDS, INLINE_RULES
 from .offsets import thread_offset
 from .signs import is_nonnegative, nonnegative_locals
-from .strips import Strips
+from .strips import STRIP, Strips
+
+# Lane arrays of privates live on the stack of every call, pool threads' included: past this
+# many bytes of them, further privates stay plain locals.
+MAX_LANE_BYTES = 64 * 1024
 
 # Operators emitted inline when their Python meaning equals the builtin's (float + - * /).
 _INLINE_FLOAT = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
@@ -101,7 +107,10 @@ class ExprCoder:
             self.counter += 1
             name = f"priv_{self.counter}"
             self.privates.append((name, array, index, guard, t))
-            if self.lanes and t in (dtypes.float32, dtypes.float64):
+            lane_bytes = sum(STRIP * np.dtype(u._np).itemsize for n, _, _, _, u in self.privates
+                             if n in self.laned)
+            if self.lanes and t in (dtypes.float32, dtypes.float64) and (
+                    lane_bytes + STRIP * np.dtype(t._np).itemsize <= MAX_LANE_BYTES):
                 self.laned.add(name)
         return f"{name}[rt_lane]" if name in self.laned else name
 
