@@ -216,17 +216,20 @@ class Kernel:
             self._built[key] = program
         return program
 
-    def source(self, device: str = "cpu", adjoint: bool = False, dim: int = 1,
+    def source(self, device: str = "cpu", adjoint: bool = False, dim: int | None = None,
                parallel: bool = False) -> str:
         """The generated Python module for this kernel (forward and adjoint functions).
 
         Args:
             device: only "cpu" is generated today.
             adjoint: kept for Warp-style calls; the module holds both functions.
-            dim: number of launch dimensions to generate for.
+            dim: number of launch dimensions to generate for; default: as many as the
+                kernel's ``wp.tid()`` unpacks (1 for a flat ``i = wp.tid()``).
             parallel: the variant with atomics at scatter sites (``cpu_parallel="parallel"``);
                 the default one serves serial and replicated launches.
         """
+        if dim is None:
+            dim = max(1, len(self.ir.tid_vars))
         return cpu.generate_module(self.ir, self.variant(dim, parallel), self.origin())
 
     def origin(self) -> str:

@@ -41,7 +41,8 @@ def test_clamps_of_the_innermost_index_are_split():
     assert "min(dim1, u.shape[1] - 1, u.shape[1] - 3, 6)" in forward
     assert "wp_max" not in interior and "wp_min" not in interior and "wp_clamp" not in interior
     # j + 1 and j - 2 are provably >= 0 inside, and spelled from the loop counters
-    assert "u[uint64(t0), uint64(t1 + 1)]" in interior and "u[uint64(t0), uint64(t1 - 2)]" in interior
+    assert "u[uint64(t0), uint64(t1 + 1)]" in interior
+    assert "u[uint64(t0), uint64(t1 - 2)]" in interior
     assert "for rt_edge in" in smooth.source() and "for t0 in range(rt_inner_lo" in smooth.source()
 
 

@@ -113,6 +113,7 @@ def test_thread_indices_are_spelled_from_the_loop_counters():
     """An index that is a thread index plus a constant is written from the int64 loop counter:
     the int32 thread index truncates it, which keeps LLVM from seeing consecutive accesses."""
     source = shifted_rows.source(dim=2)
+    assert shifted_rows.source() == source  # by default, as many dimensions as wp.tid() unpacks
     assert "b[uint64(t0), uint64(t1)]" in source
     assert "a[uint64(t0), uint64(t1 + 2)]" in source and "a[uint64(t0 + 1), uint64(t1)]" in source
     a0 = np.arange(5 * 7, dtype=np.float32).reshape(5, 7)

@@ -72,7 +72,8 @@ def _reduction_table() -> np.ndarray:
         weight = max(field, 1) - 150
         shift = _PRECISION - weight  # 2**E * 2/pi = two_over_pi / 2**shift
         parts = _split(two_over_pi % (1 << (shift + 2)), -shift)  # mod 4 = 2**2
-        table[:, field] = [math.ldexp(part, -weight) for part in parts]  # exact: no part is subnormal
+        # exact: no part is subnormal
+        table[:, field] = [math.ldexp(part, -weight) for part in parts]
     return table
 
 
