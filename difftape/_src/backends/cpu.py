@@ -550,13 +550,20 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
     out.line(f"def {name}({', '.join(args)}):")
     out.level += 1
     function_level = out.level
-    privates = [f"{local} = rt_stack_array({STRIP}, np.{t.__name__}); "
-                f"rt_zero_lanes({local}, rt_lanes)" if local in writer.laned
-                else f"{local} = {writer.zero(t)}" for local, _, _, _, t in writer.privates]
+    # A chunk's threads use no more lanes than the innermost dimension has threads: a short
+    # launch zeroes and sums only those. The loops are written out here rather than called:
+    # each helper function would cost a cold compile ~0.15 s.
+    privates = []
+    for local, _, _, _, t in writer.privates:
+        if local in writer.laned:
+            privates += [f"{local} = rt_stack_array({STRIP}, np.{t.__name__})",
+                         f"for rt_k in range(rt_lanes): {local}[rt_k] = {writer.zero(t)}"]
+        else:
+            privates.append(f"{local} = {writer.zero(t)}")
     if writer.laned:
-        threads = "hi - lo" if variant.rank == 1 else f"dim{variant.rank - 1}"  # lanes: innermost
+        threads = "hi - lo" if variant.rank == 1 else f"dim{variant.rank - 1}"
         privates.insert(0, f"rt_lanes = max(1, min({STRIP}, {threads}))")
-        writer.runtime.update(("rt_stack_array", "rt_zero_lanes", "rt_lanes_total"))
+        writer.runtime.add("rt_stack_array")
     setup = [f"{sym} = float32({sym}_in)" for sym in sorted(narrowed - copies)]
     setup += stacks + privates
     if strips is not None:
@@ -595,7 +602,11 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
     if writer.privates:  # flush the chunk's accumulators of thread-invariant sites, once
         writer.runtime.add("rt_atomic_add")
         for local, array, index, guard, _ in writer.privates:
-            total = f"rt_lanes_total({local}, rt_lanes)" if local in writer.laned else local
+            total = local
+            if local in writer.laned:  # lane by lane, in order
+                total = f"rt_total_{local}"
+                out.line(f"{total} = {local}[0]")
+                out.line(f"for rt_k in range(1, rt_lanes): {total} += {local}[rt_k]")
             flush = f"rt_atomic_add({array}, ({index},), {total})"
             out.line(f"if {guard}: {flush}" if guard else flush)
     if variant.flush_denormals:

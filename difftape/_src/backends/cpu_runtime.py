@@ -26,25 +26,6 @@ def rt_reserve(stack, size):
 
 
 @njit(cache=True)
-def rt_zero_lanes(lanes, count):
-    """Zero the first ``count`` lanes of a private's lane array (``ExprCoder.private``): a
-    chunk's threads use no more lanes than it has threads, and a short launch pays only for
-    those."""
-    zero = lanes.dtype.type(0)
-    for k in range(count):
-        lanes[k] = zero
-
-
-@njit(cache=True)
-def rt_lanes_total(lanes, count):
-    """The sum of the first ``count`` (>= 1) lanes of a private's lane array, in lane order."""
-    total = lanes[0]
-    for k in range(1, count):
-        total += lanes[k]
-    return total
-
-
-@njit(cache=True)
 def rt_check_index(i, size, axis, where):
     """Debug-mode bounds check: ``i`` if ``0 <= i < size``, else IndexError(where, i, axis, size)."""
     if i < 0 or i >= size:
