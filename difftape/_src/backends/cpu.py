@@ -236,7 +236,7 @@ def _write_bodies(kernel: ir.KernelIR, bodies: list[list[ir.Stmt]], analysis,
     writer = _writer(kernel, bodies[0], analysis, variant, adjoint)
     writer.lanes = not variant.debug  # debug mode adds in thread order, as the reference
     inners, reverse_lines = [], []
-    plain = writer.nonnegative
+    plain, plain_defs = writer.nonnegative, writer.thread_defs
     strips = plan(kernel, bodies[-1], variant.rank, analysis.single_assigned, deferrable)
     if strips is not None and len(bodies) == 1 and variant.rank > 1:
         bodies = bodies + [bodies[0]]
@@ -245,7 +245,8 @@ def _write_bodies(kernel: ir.KernelIR, bodies: list[list[ir.Stmt]], analysis,
         # An interior copy computes the same values where it runs: the plain body's proofs
         # hold there, and its own find more (``j + 1`` where the plain body had a clamp).
         writer.nonnegative = plain if k == 0 else plain | nonnegative_locals(kernel, body)
-        writer.thread_defs = definitions(body, analysis.single_assigned)
+        writer.thread_defs = plain_defs if body is bodies[0] else definitions(
+            body, analysis.single_assigned)
         writer.in_reverse, writer.depth = False, 0
         writer.versions.clear()  # accumulators start under their own names in every body
         inner = SourceBuilder()
