@@ -118,6 +118,110 @@ def test_second_process_loads_compiled_kernels_from_disk_cache(tmp_path):
     assert len(generated) == 2 and all(f.startswith("difftape_gen_cube_") for f in generated)
 
 
+_CACHED_RUNTIME_SCRIPT = """
+    import json
+    import sys
+
+    import numba
+    import numpy as np
+    import difftape as wp
+
+    @wp.kernel
+    def waves(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = wp.sin(x[i]) * wp.cos(2.0 * x[i]) + wp.sqrt(x[i] * x[i] + 1.0)
+
+    @wp.kernel
+    def springs(p: wp.array(dtype=wp.vec3), f: wp.array(dtype=wp.vec3)):
+        i = wp.tid()
+        d = p[(i + 1) % 8] - p[i]
+        wp.atomic_add(f, i, wp.length(d) * wp.normalize(d))
+
+    @wp.kernel
+    def power(x: wp.array(dtype=float), n: int, y: wp.array(dtype=float)):
+        i = wp.tid()
+        v = float(1.0)
+        for k in range(n):
+            if v < 100.0:
+                v = v * x[i]
+        y[i] = v
+
+    @wp.kernel
+    def shifted(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = x[i + 1]
+
+    @wp.kernel
+    def histogram(values: wp.array(dtype=wp.int32), counts: wp.array(dtype=wp.float64)):
+        i = wp.tid()
+        wp.atomic_add(counts, values[i], wp.float64(1.0))
+
+    out = {}
+    x = wp.array(np.linspace(0.5, 1.5, 8, dtype=np.float32), dtype=float, requires_grad=True)
+    p = wp.array(np.arange(24, dtype=np.float32).reshape(8, 3) ** 1.5, dtype=wp.vec3,
+                 requires_grad=True)
+    y, z = (wp.zeros(8, dtype=float, requires_grad=True) for _ in range(2))
+    f = wp.zeros(8, dtype=wp.vec3, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(waves, 8, inputs=[x, y])
+        wp.launch(power, 8, inputs=[x, 7, z])
+        wp.launch(springs, 8, inputs=[p, f])
+    tape.backward(grads={y: wp.ones(8, dtype=float), z: wp.ones(8, dtype=float),
+                         f: wp.ones(8, dtype=wp.vec3)})
+    out["values"] = [a.numpy().tolist() for a in (y, z, f, x.grad, p.grad)]
+
+    wp.config.flush_denormals = True
+    wp.launch(waves, 8, inputs=[x, y])
+    wp.config.flush_denormals = False
+    wp.config.cpu_parallel = "parallel"
+    numba.set_num_threads(2)
+    counts = wp.zeros(5, dtype=wp.float64)
+    wp.launch(histogram, 200_000, inputs=[wp.array(np.arange(200_000, dtype=np.int32) % 5,
+                                                   dtype=wp.int32), counts])
+    out["counts"] = counts.numpy().tolist()
+    wp.config.cpu_parallel = "serial"
+    wp.config.mode = "debug"
+    try:
+        wp.launch(shifted, 8, inputs=[x, y])
+    except IndexError as err:
+        out["error"] = "index 8" in str(err) and "y[i] = x[i + 1]" in str(err)
+    wp.config.mode = "release"
+
+    hits = misses = 0
+    for kernel in (waves, springs, power, shifted, histogram):
+        for program in kernel._built.values():
+            for fn in (program.forward, program.adjoint):
+                if fn is not None:
+                    hits += sum(fn.stats.cache_hits.values())
+                    misses += sum(fn.stats.cache_misses.values())
+    out["hits"], out["misses"] = hits, misses
+    # imported only when Numba refreshes its compiler's registries
+    out["refreshed"] = "numba.np.polynomial.polynomial_core" in sys.modules
+    print(json.dumps(out))
+"""
+
+
+def test_second_process_runs_cached_kernels_without_the_compilers_registries(tmp_path):
+    """A process that finds every kernel in the disk cache loads them without Numba's context
+    refresh (``backends/cpu_cache.py``); what the cached code needs at run time (math, the
+    runtime's array unboxing, exceptions, atomics, FP control) must all still work."""
+    import json
+
+    script = tmp_path / "cached_runtime.py"
+    script.write_text(textwrap.dedent(_CACHED_RUNTIME_SCRIPT))
+    env = dict(os.environ, DIFFTAPE_CACHE_DIR=str(tmp_path / "cache"),
+               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    first, second = (json.loads(subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True,
+        check=True).stdout) for _ in range(2))
+    assert first["misses"] > 0 and first["refreshed"], "the first process compiles"
+    assert second["misses"] == 0 and second["hits"] == first["misses"]
+    assert not second["refreshed"]
+    assert second["values"] == first["values"] and second["counts"] == first["counts"]
+    assert second["counts"] == [40_000.0] * 5 and second["error"] is True
+
+
 def test_debug_mode_reports_out_of_bounds_reads():
     @wp.kernel
     def shifted(x: wp.array(dtype=float), y: wp.array(dtype=float)):

@@ -35,6 +35,7 @@ from ..codegen.structure import structure
 from ..errors import InternalError
 from ..frontend import ir
 from ..version import __version__ as _difftape_version
+from . import cpu_cache
 from .cpu_runtime import FLUSH_DENORMALS
 from .cpu_symbols import runtime_stamp
 
@@ -715,6 +716,7 @@ def load_module(kernel_name: str, source: str):
         raise InternalError(f"the generated module of kernel '{kernel_name}' failed to load "
                             f"(stage: import); this is a difftape bug. Generated file: {path}"
                             ) from err
+    cpu_cache.load_only_all(vars(module))
     return module, path
 
 

@@ -12,6 +12,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from llvmlite import ir
 
+from .cpu_cache import load_only
+
 
 @njit(cache=True)
 def rt_reserve(stack, size):
@@ -148,12 +150,14 @@ def rt_set_fp_control(typingctx, value):
     return types.void(value), codegen
 
 
+@load_only
 @njit(cache=True)
 def fp_control() -> int:
     """The calling thread's MXCSR (x86 only), e.g. to see whether a library set FTZ."""
     return rt_fp_control()
 
 
+@load_only
 @njit(cache=True)
 def set_fp_control(value) -> None:
     """Set the calling thread's MXCSR (x86 only)."""
