@@ -26,11 +26,16 @@ class LoadOnlyCache(FunctionCache):
             return self._load_overload(sig, target_context)
 
 
+# The Numba internals LoadOnlyCache relies on; another Numba keeps its own cache.
+_SUPPORTED = all(hasattr(FunctionCache, name) for name in (
+    "_load_overload", "_guard_against_spurious_io_errors")) and hasattr(nrt, "rtsys")
+
+
 def load_only(dispatcher: Dispatcher) -> Dispatcher:
     """Make ``dispatcher`` (an ``@njit(cache=True)`` function) load through
     :class:`LoadOnlyCache`; anything else is returned unchanged."""
     cache = getattr(dispatcher, "_cache", None)
-    if type(cache) is FunctionCache:
+    if _SUPPORTED and type(cache) is FunctionCache:
         cache.__class__ = LoadOnlyCache  # same state, one method differs
     return dispatcher
 
