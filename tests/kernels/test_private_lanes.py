@@ -4,6 +4,11 @@ local; a float one is a strip-long lane array, one lane per thread of the strip
 every size around the strip's length, in every threading mode, in forward and adjoint code, in
 split and multi-dimensional launches; debug mode keeps one plain local."""
 
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -48,10 +53,10 @@ def blurred_energy(u: wp.array2d(dtype=wp.float64), loss: wp.array(dtype=wp.floa
 def test_float_privates_are_lane_arrays_outside_debug_mode():
     source = total.source()
     forward = source.split("def total_adjoint")[0]
-    assert "priv_1[rt_lane] += " in forward and "priv_2[rt_lane] -= " in forward
+    assert "priv_1[uint64(rt_lane)] += " in forward and "priv_2[uint64(rt_lane)] -= " in forward
     assert "priv_3 += " in forward  # the integer count
     assert "for rt_k in range(1, rt_lanes): rt_total_priv_1 += priv_1[rt_k]" in forward
-    assert "[rt_lane]" in scaled.source().split("def scaled_adjoint")[1]
+    assert "[uint64(rt_lane)]" in scaled.source().split("def scaled_adjoint")[1]
     debug = debug_reference(total.source)
     assert "rt_lane" not in debug and "priv_1 += " in debug
 
@@ -141,3 +146,43 @@ def test_lane_arrays_are_bounded_in_stack_bytes():
     y, out = wp.array(values, dtype=wp.float64), wp.zeros(18, dtype=wp.float64)
     wp.launch(many_totals, dim=n, inputs=[y, out])
     np.testing.assert_array_equal(out.numpy(), values.sum() * np.arange(1, 19))
+
+
+_VECTORIZED = textwrap.dedent("""
+    import re
+    import difftape as wp
+
+    @wp.kernel
+    def flat_sum(y: wp.array(dtype=float), loss: wp.array(dtype=float)):
+        i = wp.tid()
+        wp.atomic_add(loss, 0, y[i])
+
+    @wp.kernel
+    def grid_energy(u: wp.array2d(dtype=float), loss: wp.array(dtype=float)):
+        i, j = wp.tid()
+        wp.atomic_add(loss, 0, u[i, j] * u[i, j])
+
+    wp.config.cpu_parallel = "serial"
+    loss = wp.zeros(1, dtype=float)
+    wp.launch(flat_sum, dim=4096, inputs=[wp.ones(4096, dtype=float), loss])
+    wp.launch(grid_energy, dim=(8, 1024), inputs=[wp.ones((8, 1024), dtype=float), loss])
+    print(loss.numpy()[0])
+    for kernel in (flat_sum, grid_energy):
+        fn = next(p.forward for p in kernel._built.values() if p.forward and p.forward.signatures)
+        body = next(iter(fn.inspect_llvm().values())).split("define", 2)[1]  # not the wrapper
+        print(bool(re.search(r"fadd <\\d+ x float>", body)))
+""")
+
+
+def test_lane_adds_vectorize(tmp_path):
+    """The strip loop adding into lanes vectorizes, in 1-D and 2-D launches: lanes are indexed
+    unsigned, since Numba's wraparound of a signed index kept LLVM from vectorizing the adds
+    (a 1024 x 1024 sum of squares took 0.9 ms instead of 0.15). A fresh cache: Numba cannot
+    inspect cached code."""
+    env = dict(os.environ, DIFFTAPE_CACHE_DIR=str(tmp_path / "kernels"),
+               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    script = tmp_path / "lanes.py"
+    script.write_text(_VECTORIZED)
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["12288.0", "True", "True"]

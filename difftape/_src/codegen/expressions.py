@@ -112,7 +112,9 @@ class ExprCoder:
             if self.lanes and t in (dtypes.float32, dtypes.float64) and (
                     lane_bytes + STRIP * np.dtype(t._np).itemsize <= MAX_LANE_BYTES):
                 self.laned.add(name)
-        return f"{name}[rt_lane]" if name in self.laned else name
+        # Unsigned: a signed index gets Numba's negative wraparound, whose select on the sign
+        # keeps LLVM from vectorizing the lane adds (a 1024 x 1024 sum of squares: 0.9 -> 0.15 ms).
+        return f"{name}[uint64(rt_lane)]" if name in self.laned else name
 
     def declare(self, name: str, t: type) -> str:
         self.declared.setdefault(name, t)
