@@ -175,7 +175,7 @@ _CACHED_RUNTIME_SCRIPT = """
     wp.launch(waves, 8, inputs=[x, y])
     wp.config.flush_denormals = False
     wp.config.cpu_parallel = "parallel"
-    numba.set_num_threads(2)
+    numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
     counts = wp.zeros(5, dtype=wp.float64)
     wp.launch(histogram, 200_000, inputs=[wp.array(np.arange(200_000, dtype=np.int32) % 5,
                                                    dtype=wp.int32), counts])
