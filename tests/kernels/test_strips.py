@@ -136,7 +136,8 @@ def _strip_mined(kernel, rank: int, adjoint: bool) -> str | None:
     part = source.split(f"def {kernel.key.split('.')[-1]}_adjoint")[1 if adjoint else 0]
     if "for rt_strip in range(" not in part:
         return None
-    return part.split("for rt_s in range(rt_strip_end - rt_strip):", 1)[1]
+    starts = [part.find(marker) for marker in ("for rt_s in range(", "rt_ahead = ")]
+    return part[min(k for k in starts if k >= 0):]
 
 
 def test_neighbour_adds_move_out_of_the_thread_loop():
@@ -154,9 +155,14 @@ def test_neighbour_adds_move_out_of_the_thread_loop():
 
 def test_scattered_adds_share_buffers_and_one_flush_loop():
     flush = _strip_mined(springs, 1, adjoint=False).split("\n\n")[0]
-    scattered = [line.strip() for line in flush.splitlines() if "= rt_buf" in line]
-    assert len(scattered) == 9  # one loop, in the order each thread ran them
-    prefetched = [line.strip() for line in flush.splitlines() if "rt_prefetch" in line]
+    # One loop, in the order each thread ran them, prefetching; then the last 16 threads'.
+    ahead, last = flush.split("for rt_s in range(rt_ahead, rt_strip_end - rt_strip):")
+    assert "rt_ahead = max(rt_strip_end - rt_strip - 16, 0)" in ahead
+    scattered = [line.strip() for line in ahead.splitlines() if "= rt_buf" in line]
+    assert len(scattered) == 9
+    assert [line.strip() for line in last.splitlines() if line.strip()] == scattered
+    assert "if " not in ahead  # no test per thread of whether to prefetch
+    prefetched = [line.strip() for line in ahead.splitlines() if "rt_prefetch" in line]
     assert len(prefetched) == 3  # the rows at i, j and i + 1 of the thread 16 ahead
     assert "rt_buf_2[uint64(rt_s + 16)]" in prefetched[0]
     assert [line.split("]")[0] for line in scattered[:3]] == ["rep_view_f[rt_buf_2[uint64(rt_s)"] * 3
@@ -164,11 +170,15 @@ def test_scattered_adds_share_buffers_and_one_flush_loop():
     assert len(index_buffers) == 3  # i, j and i + 1, each stored once
     source = springs.source().split("def springs_adjoint")[0]
     assert source.count("rt_stack_array(512") == 3 + 3 + 3  # i, j, i + 1; fs; 0.5 * fs
+    # Loaded indices are spelled unsigned, in the thread loop and in their buffers, so that
+    # neither wraps them around.
+    assert source.count("rt_stack_array(512, np.uint64)") == 3
+    assert "x[uint64(j), uint64(i32_0)]" in source
     for kernel, rank in ((row_shift_rebound, 2), (diagonal, 2)):
         assert "rt_buf" in _strip_mined(kernel, rank, adjoint=False).split("+=")[0]
     loops = _strip_mined(partly_random, 1, adjoint=False).split("for rt_s in range(")
-    assert len(loops) == 2  # the offset site's own loop, then the scattered one
-    assert "rep_view_f[uint64(rt_strip + rt_s + 1)]" in loops[0]
+    assert len(loops) == 4  # the offset site's own loop, then the scattered one's two
+    assert "rep_view_f[uint64(rt_strip + rt_s + 1)]" in loops[1]
 
 
 @pytest.mark.parametrize("kernel,rank", [(guarded, 1), (reads_back, 1), (histogram, 1)])

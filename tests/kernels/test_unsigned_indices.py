@@ -1,10 +1,12 @@
-"""Indices proved non-negative (``codegen/signs.py``) are written unsigned; the others keep
-Numba's negative-index wraparound, and results are the same either way."""
+"""Indices proved non-negative (``codegen/signs.py``) are written unsigned, and so are indices
+read from arrays (gathers and scatters, out of bounds when negative, as in Warp); the others
+keep Numba's negative-index wraparound, and results are the same either way."""
 
 import numpy as np
+import pytest
 
 import difftape as wp
-from difftape._src.codegen.signs import nonnegative_locals
+from difftape._src.codegen.signs import gathered_locals, nonnegative_locals
 
 
 @wp.kernel
@@ -91,7 +93,8 @@ def test_gradients_through_unsigned_and_signed_indices():
     idx = wp.array(rng.integers(0, 16, 16).astype(np.int32), dtype=int)
     y = wp.zeros(16, dtype=float, requires_grad=True)
     source = gather_scatter.source(adjoint=True)
-    assert "adj_x[j]" in source and "adj_x[uint64(t0)]" in source
+    assert "adj_x[uint64(j)]" in source and "adj_x[uint64(t0)]" in source
+    assert "x[uint64(j)]" in source.split("def gather_scatter_adjoint")[0]
     tape = wp.Tape()
     with tape:
         wp.launch(gather_scatter, dim=16, inputs=[x, idx], outputs=[y])
@@ -136,3 +139,37 @@ def test_locals_named_like_the_loop_counters_are_renamed():
     a, b = wp.array(a0, dtype=float), wp.zeros((3, 4), dtype=float)
     wp.launch(counter_names, dim=(3, 4), inputs=[a, b])
     np.testing.assert_array_equal(b.numpy(), a0 * 2 + np.arange(3)[:, None] + 3)
+
+
+@wp.kernel
+def compaction(x: wp.array(dtype=float), idx: wp.array(dtype=int), count: wp.array(dtype=int),
+               y: wp.array(dtype=float)):
+    i = wp.tid()
+    j = idx[i] + 1          # read from an array, then shifted
+    k = j * 2               # computed from such a local
+    slot = wp.atomic_add(count, 0, 1)  # an atomic's old value
+    later = i
+    if x[i] > 0.0:
+        later = slot        # one of its values is gathered
+    y[later] = x[k % 4] + x[i]
+
+
+def test_which_locals_are_read_from_arrays():
+    gathered = {name for name in gathered_locals(compaction.ir) if not name.startswith("var_")}
+    assert {"j", "k", "slot", "later"} <= gathered
+    assert "i" not in gathered
+    source = compaction.source().split("def compaction_adjoint")[0]
+    assert "y[uint64(later)]" in source and "x[uint64(int32(wp_mod_1(k, i32_4)))]" in source
+
+
+def test_debug_mode_catches_a_negative_loaded_index():
+    x = wp.array(np.ones(4, dtype=np.float32), dtype=float)
+    idx = wp.array(np.array([0, -1, 2, 3], dtype=np.int32), dtype=int)
+    y = wp.zeros(4, dtype=float)
+    saved = wp.config.mode
+    wp.config.mode = "debug"
+    try:
+        with pytest.raises(IndexError, match="gather_scatter"):
+            wp.launch(gather_scatter, dim=4, inputs=[x, idx], outputs=[y])
+    finally:
+        wp.config.mode = saved

@@ -35,19 +35,34 @@ def rt_check_index(i, size, axis, where):
     return i
 
 
+def _indices(idx) -> bool:
+    """Whether ``idx`` (a tuple type) holds integer indices only."""
+    return isinstance(idx, types.BaseTuple) and all(isinstance(t, types.Integer) for t in idx)
+
+
+def _element_pointer(context, builder, array_type, array_value, idx_type, idx_value):
+    """The address of ``array[idx]``: indices cast to intp, wrapped around (``a[-1]``) only
+    when one of them is signed, so an index the generated code spells unsigned costs no
+    select (``signs.py``)."""
+    array = context.make_array(array_type)(context, builder, array_value)
+    indices = [context.cast(builder, value, t, types.intp)
+               for value, t in zip(cgutils.unpack_tuple(builder, idx_value, len(idx_type)),
+                                   idx_type)]
+    signed = any(t.signed for t in idx_type)
+    return cgutils.get_item_pointer(context, builder, array_type, array, indices,
+                                    wraparound=signed)
+
+
 def _atomic(float_op: str, int_op: str):
     @intrinsic
     def atomic(typingctx, arr, idx, val):
-        if not isinstance(arr, types.Array) or not isinstance(idx, types.BaseTuple):
+        if not isinstance(arr, types.Array) or not _indices(idx):
             return None
-        nidx = len(idx)
-        sig = arr.dtype(arr, types.UniTuple(types.intp, nidx), arr.dtype)
+        sig = arr.dtype(arr, idx, arr.dtype)
 
         def codegen(context, builder, signature, args):
-            array = context.make_array(signature.args[0])(context, builder, args[0])
-            indices = cgutils.unpack_tuple(builder, args[1], nidx)
-            ptr = cgutils.get_item_pointer(context, builder, signature.args[0], array, indices,
-                                           wraparound=True)
+            ptr = _element_pointer(context, builder, signature.args[0], args[0],
+                                   signature.args[1], args[1])
             op = float_op if isinstance(signature.args[0].dtype, types.Float) else int_op
             return builder.atomic_rmw(op, ptr, args[2], "monotonic")
 
@@ -59,16 +74,13 @@ def _atomic(float_op: str, int_op: str):
 @intrinsic
 def rt_prefetch(typingctx, arr, idx):
     """Ask the CPU to bring ``arr[idx]``'s cache line in, for writing (a hint: never faults)."""
-    if not isinstance(arr, types.Array) or not isinstance(idx, types.BaseTuple):
+    if not isinstance(arr, types.Array) or not _indices(idx):
         return None
-    nidx = len(idx)
-    sig = types.void(arr, types.UniTuple(types.intp, nidx))
+    sig = types.void(arr, idx)
 
     def codegen(context, builder, signature, args):
-        array = context.make_array(signature.args[0])(context, builder, args[0])
-        indices = cgutils.unpack_tuple(builder, args[1], nidx)
-        ptr = cgutils.get_item_pointer(context, builder, signature.args[0], array, indices,
-                                       wraparound=True)
+        ptr = _element_pointer(context, builder, signature.args[0], args[0],
+                               signature.args[1], args[1])
         byte_ptr = ir.IntType(8).as_pointer()
         i32 = ir.IntType(32)
         prefetch = cgutils.get_or_insert_function(

@@ -17,7 +17,7 @@ from .activity import Analysis
 from .emitter import ConstantPool, SourceBuilder, cast, plus
 from .inline_rules import INLINE_NEEDS, INLINE_RULES
 from .offsets import thread_offset
-from .signs import is_nonnegative, nonnegative_locals
+from .signs import gathered_locals, is_nonnegative, nonnegative_locals, reads_arrays
 from .strips import STRIP, Strips
 
 # Lane arrays of privates live on the stack of every call, pool threads' included: past this
@@ -38,7 +38,9 @@ class ExprCoder:
         self.kernel = kernel
         self.analysis = analysis
         self.debug = debug  # bounds-check every array index (mode="debug")
-        self.nonnegative = nonnegative_locals(kernel)  # indices from these need no wraparound
+        # Indices computed from these need no wraparound (signs.py).
+        self.nonnegative = nonnegative_locals(kernel)
+        self.gathered = gathered_locals(kernel)
         # The values of the body's single-assigned locals (``offsets.definitions``), set while
         # writing a thread body of a launch of ``rank`` dimensions: an index that is a thread
         # index plus a constant is then spelled from the int64 loop counter (``thread_index``).
@@ -87,8 +89,8 @@ class ExprCoder:
         element = dtypes.scalar_of(ref.dtype)
         if self.strips is not None and out.level == 0 and dtypes.is_float(element):
             element = dtypes.float32 if element is dtypes.float16 else element
-            lines = self.strips.defer(view, indices, codes, self.nonnegative, sign, value, guard,
-                                      element.__name__)
+            lines = self.strips.defer(view, indices, codes, self.spells_unsigned, sign, value,
+                                      guard, element.__name__)
             if lines is not None:
                 for line in lines:
                     out.line(line)
@@ -153,11 +155,17 @@ class ExprCoder:
         return codes
 
     def unsigned(self, index: ir.Expr, code: str) -> str:
-        """``code`` as an unsigned index when ``index`` is provably >= 0: Numba then skips its
-        negative-index wraparound, and LLVM sees consecutive accesses (``signs.py``)."""
-        if getattr(index.type, "kind", None) == "int" and is_nonnegative(index, self.nonnegative):
+        """``code`` as an unsigned index when ``spells_unsigned(index)``."""
+        if self.spells_unsigned(index):
             return f"uint64({self.thread_index(index) or code})"
         return code
+
+    def spells_unsigned(self, index: ir.Expr) -> bool:
+        """Whether ``index`` (signed) is written unsigned outside debug mode, so that Numba
+        skips its negative-index wraparound (``signs.py``): when it is provably >= 0 (LLVM
+        then sees consecutive accesses), or read from arrays (a gather or scatter index)."""
+        return getattr(index.type, "kind", None) == "int" and (
+            is_nonnegative(index, self.nonnegative) or reads_arrays(index, self.gathered))
 
     def thread_index(self, index: ir.Expr) -> str | None:
         """``index`` spelled from the thread loop's int64 counter (``t0 + 1`` for ``i + 1``)
