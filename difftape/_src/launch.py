@@ -174,9 +174,10 @@ def _struct_array_arg(kernel: Kernel, param, position: int, value) -> list:
 
 def _empty_like_param(param) -> np.ndarray:
     """A one-element zero array of the parameter's numba type (stands in for a missing adjoint:
-    adjoint code reads element 0 of it, which is 0, and never writes it)."""
-    inner = len(getattr(param.dtype, "_shape", ()))
-    return np.zeros((1,) * (param.ndim + inner), dtypes.numpy_dtype(staging_dtype(param.dtype)))
+    adjoint code reads element 0 of it, which is 0, and never writes it), with its element's
+    shape (generated code checks it, ``cpu._component_shape_guard``)."""
+    inner = tuple(getattr(param.dtype, "_shape", ()))
+    return np.zeros((1,) * param.ndim + inner, dtypes.numpy_dtype(staging_dtype(param.dtype)))
 
 
 def plan_of(kernel: Kernel) -> LaunchPlan:

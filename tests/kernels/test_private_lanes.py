@@ -4,9 +4,6 @@ local; a float one is a strip-long lane array, one lane per thread of the strip
 every size around the strip's length, in every threading mode, in forward and adjoint code, in
 split and multi-dimensional launches; debug mode keeps one plain local."""
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -15,7 +12,7 @@ import pytest
 import difftape as wp
 from difftape._src.codegen.expressions import MAX_LANE_BYTES
 from tests.fdcheck import check_tape
-from tests.kernels.modes import debug_reference
+from tests.kernels.modes import IR_OF, debug_reference, run_fresh
 
 
 @wp.kernel
@@ -148,7 +145,7 @@ def test_lane_arrays_are_bounded_in_stack_bytes():
     np.testing.assert_array_equal(out.numpy(), values.sum() * np.arange(1, 19))
 
 
-_VECTORIZED = textwrap.dedent("""
+_VECTORIZED = IR_OF + textwrap.dedent("""
     import re
     import difftape as wp
 
@@ -168,9 +165,7 @@ _VECTORIZED = textwrap.dedent("""
     wp.launch(grid_energy, dim=(8, 1024), inputs=[wp.ones((8, 1024), dtype=float), loss])
     print(loss.numpy()[0])
     for kernel in (flat_sum, grid_energy):
-        fn = next(p.forward for p in kernel._built.values() if p.forward and p.forward.signatures)
-        body = next(iter(fn.inspect_llvm().values())).split("define", 2)[1]  # not the wrapper
-        print(bool(re.search(r"fadd <\\d+ x float>", body)))
+        print(bool(re.search(r"fadd <\\d+ x float>", ir_of(kernel))))
 """)
 
 
@@ -179,10 +174,4 @@ def test_lane_adds_vectorize(tmp_path):
     unsigned, since Numba's wraparound of a signed index kept LLVM from vectorizing the adds
     (a 1024 x 1024 sum of squares took 0.9 ms instead of 0.15). A fresh cache: Numba cannot
     inspect cached code."""
-    env = dict(os.environ, DIFFTAPE_CACHE_DIR=str(tmp_path / "kernels"),
-               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
-    script = tmp_path / "lanes.py"
-    script.write_text(_VECTORIZED)
-    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                         text=True, check=True).stdout.split()
-    assert out == ["12288.0", "True", "True"]
+    assert run_fresh(tmp_path, _VECTORIZED) == ["12288.0", "True", "True"]

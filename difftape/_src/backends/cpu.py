@@ -552,6 +552,9 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
     out.line(f"def {name}({', '.join(args)}):")
     out.level += 1
     function_level = out.level
+    guard = _component_shape_guard(kernel, adjoint, views)
+    if guard:
+        out.line(guard)
     # A chunk's threads use no more lanes than the innermost dimension has threads: a short
     # launch zeroes and sums only those. The loops are written out here rather than called:
     # each helper function would cost a cold compile ~0.15 s.
@@ -614,6 +617,30 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
     if variant.flush_denormals:
         out.line("rt_set_fp_control(rt_fp_saved)")
     return out.text(), writer.symbols, writer.rules, writer.runtime, writer.constants, views
+
+
+def _component_shape_guard(kernel: ir.KernelIR, adjoint: bool, views: list) -> str:
+    """A test, at the top of a generated function, that every vector or matrix array has its
+    element's shape as trailing dimensions (it always has: the launcher passes such storage).
+    Numba reads a C-contiguous array's row length from the array at run time; past the test
+    LLVM knows it is a constant (``x[i, 1]`` is element ``3 * i + 1``), and loops over vec3
+    arrays vectorize: mass-spring's ``integrate``, 0.35 -> 0.22 ms per step (one core)."""
+    tests = []
+    for p in kernel.flat_params():
+        shape = tuple(getattr(p.dtype, "_shape", ()))
+        if not p.is_array or not shape:
+            continue
+        names = [p.symbol]
+        if adjoint:
+            names.append(naming.adjoint_array(p.symbol))
+        names += [naming.replica_view(v.array) for v in views
+                  if v.array in (p.symbol, naming.adjoint_array(p.symbol))]
+        tests += [f"{name}.shape[{p.ndim + k}] != {size}"
+                  for name in names for k, size in enumerate(shape)]
+    if not tests:
+        return ""
+    return (f"if {' or '.join(tests)}: "
+            f"raise ValueError('{kernel.name}: a vector or matrix array of the wrong shape')")
 
 
 def _only_through_replica(array: str, lines: list[str], writer) -> bool:
