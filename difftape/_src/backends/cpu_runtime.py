@@ -40,14 +40,17 @@ def _indices(idx) -> bool:
     return isinstance(idx, types.BaseTuple) and all(isinstance(t, types.Integer) for t in idx)
 
 
-def _element_pointer(context, builder, array_type, array_value, idx_type, idx_value):
-    """The address of ``array[idx]``: indices cast to intp, wrapped around (``a[-1]``) only
-    when one of them is signed, so an index the generated code spells unsigned costs no
-    select (``signs.py``)."""
+def _element_pointer(context, builder, array_type, array_value, idx_type, idx_value,
+                     shift_last: int = 0):
+    """The address of ``array[idx]`` (its last index plus ``shift_last``): indices cast to
+    intp, wrapped around (``a[-1]``) only when one of them is signed, so an index the
+    generated code spells unsigned costs no select (``signs.py``)."""
     array = context.make_array(array_type)(context, builder, array_value)
     indices = [context.cast(builder, value, t, types.intp)
                for value, t in zip(cgutils.unpack_tuple(builder, idx_value, len(idx_type)),
                                    idx_type)]
+    if shift_last:
+        indices[-1] = builder.add(indices[-1], context.get_constant(types.intp, shift_last))
     signed = any(t.signed for t in idx_type)
     return cgutils.get_item_pointer(context, builder, array_type, array, indices,
                                     wraparound=signed)
@@ -91,6 +94,50 @@ def rt_prefetch(typingctx, arr, idx):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+def _pair(op: str):
+    @intrinsic
+    def pair(typingctx, arr, idx, a, b):
+        """``arr[idx]`` and the element after it along the last axis (``idx`` ends with a
+        component index) op= ``a`` and ``b``. In a C-contiguous array they are neighbours:
+        one two-lane load, op and store, touching those two elements only; otherwise two
+        scalar ones."""
+        if not isinstance(arr, types.Array) or not isinstance(arr.dtype, types.Float) \
+                or not _indices(idx):
+            return None
+        sig = types.void(arr, idx, arr.dtype, arr.dtype)
+
+        def update(builder, old, value):
+            return builder.fadd(old, value) if op == "+" else builder.fsub(old, value)
+
+        def codegen(context, builder, signature, args):
+            array_type, idx_type = signature.args[0], signature.args[1]
+            ptr = _element_pointer(context, builder, array_type, args[0], idx_type, args[1])
+            align = context.get_abi_sizeof(ptr.type.pointee)
+            if array_type.layout != "C":
+                second = _element_pointer(context, builder, array_type, args[0], idx_type,
+                                          args[1], shift_last=1)
+                for p, value in ((ptr, args[2]), (second, args[3])):
+                    builder.store(update(builder, builder.load(p, align=align), value), p,
+                                  align=align)
+                return context.get_dummy_value()
+            pair_type = ir.VectorType(ptr.type.pointee, 2)
+            pair_ptr = builder.bitcast(ptr, pair_type.as_pointer())
+            value = ir.Constant(pair_type, ir.Undefined)
+            for k, x in enumerate(args[2:]):
+                value = builder.insert_element(value, x, ir.IntType(32)(k))
+            old = builder.load(pair_ptr, align=align)
+            builder.store(update(builder, old, value), pair_ptr, align=align)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return pair
+
+
+rt_add_pair = _pair("+")
+rt_sub_pair = _pair("-")
 
 
 @intrinsic
