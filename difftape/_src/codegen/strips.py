@@ -15,7 +15,9 @@ reads through loaded indices). Sites come in two kinds:
   flush loop of its own, which recomputes that index from ``t`` and reuses the others as
   captured in the strip's last thread; each such loop touches distinct elements, and vectorizes.
 - *scattered* sites, any other index: its non-constant indices are stored in buffers of their
-  own, and one scalar loop flushes all such sites of a thread in the order the thread ran them.
+  own, and one scalar loop flushes all such sites of a thread in the order the thread ran them
+  (two consecutive sites adding into components ``c`` and ``c + 1`` of one row with one
+  two-lane add, ``rt_add_pair``).
 
 Values and indices that are single-assigned names share a buffer between the sites that use
 them. Every element receives exactly the same values; only the order of the additions changes,
@@ -160,10 +162,8 @@ class Strips:
         """The runtime helpers (``cpu_runtime.py``) the buffers and flush loops use."""
         scattered = [add for add in self.adds if add.offset is None]
         helpers = {"rt_stack_array"} | ({"rt_prefetch"} if scattered else set())
-        for group in _component_pairs(scattered):
-            if len(group) == 2:
-                helpers.add("rt_add_pair" if group[0].sign == "+" else "rt_sub_pair")
-        return helpers
+        return helpers | {_pair_helper(group[0]) for group in _component_pairs(scattered)
+                          if len(group) == 2}
 
     def allocations(self) -> list[str]:
         """The strip buffers, on the stack of each call."""
@@ -205,8 +205,7 @@ class Strips:
             add = group[0]
             if len(group) == 2:
                 values = ", ".join(f"{a.buffer}[uint64(rt_s)]" for a in group)
-                helper = "rt_add_pair" if add.sign == "+" else "rt_sub_pair"
-                line = f"{helper}({add.view}, ({', '.join(add.indices)},), {values})"
+                line = f"{_pair_helper(add)}({add.view}, ({', '.join(add.indices)},), {values})"
             else:
                 line = _add_line(add, add.indices)
             own = add.guard and add.guard != common
@@ -298,6 +297,11 @@ def _component_pairs(scattered: list[DeferredAdd]) -> list[tuple[DeferredAdd, ..
             groups.append((a,))
             k += 1
     return groups
+
+
+def _pair_helper(add: DeferredAdd) -> str:
+    """The runtime helper that flushes a pair of sites led by ``add``."""
+    return "rt_add_pair" if add.sign == "+" else "rt_sub_pair"
 
 
 def _index_dtype(index: ir.Expr, unsigned: Callable[[ir.Expr], bool]) -> str:
