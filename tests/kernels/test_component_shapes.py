@@ -9,7 +9,7 @@ import numpy as np
 
 import difftape as wp
 from tests.fdcheck import check_tape
-from tests.kernels.modes import IR_OF, run_fresh
+from tests.fresh_process import IR_OF, run_fresh
 
 
 @wp.kernel

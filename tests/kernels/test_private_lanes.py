@@ -12,7 +12,8 @@ import pytest
 import difftape as wp
 from difftape._src.codegen.expressions import MAX_LANE_BYTES
 from tests.fdcheck import check_tape
-from tests.kernels.modes import IR_OF, debug_reference, run_fresh
+from tests.fresh_process import IR_OF, run_fresh
+from tests.kernels.modes import debug_reference
 
 
 @wp.kernel

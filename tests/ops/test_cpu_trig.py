@@ -2,9 +2,6 @@
 float32 range, IEEE special values, the same in kernels as in Python scope, and vectorized."""
 
 import math
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -13,6 +10,7 @@ from numba import njit
 
 import difftape as wp
 from difftape._src.backends.cpu_trig import cos32, sin32
+from tests.fresh_process import IR_OF, run_fresh
 
 
 @njit(cache=False)
@@ -104,7 +102,7 @@ def test_kernels_agree_with_python_scope_and_float64_keeps_libm():
     np.testing.assert_array_equal(c64.numpy(), [math.cos(v) for v in values])
 
 
-_VECTORIZED = textwrap.dedent("""
+_VECTORIZED = IR_OF + textwrap.dedent("""
     import re
     import difftape as wp
 
@@ -119,12 +117,8 @@ _VECTORIZED = textwrap.dedent("""
     with tape:
         wp.launch(scaled_sine, dim=64, inputs=[x], outputs=[y])
     tape.backward(grads={y: wp.ones_like(y)})
-    built = list(scaled_sine._built.values())  # the adjoint ran on its flags' own program
-    forward = next(p.forward for p in built if p.forward and p.forward.signatures)
-    adjoint = next(p.adjoint for p in built if p.adjoint and p.adjoint.signatures)
-    for fn in (forward, adjoint):
-        ir = next(iter(fn.inspect_llvm().values()))
-        body = ir.split("define", 2)[1]  # the kernel function itself, not its Python wrapper
+    for adjoint in (False, True):  # the adjoint ran on its flags' own program
+        body = ir_of(scaled_sine, adjoint)
         print(bool(re.search(r"llvm\\.rint\\.v\\d+f64", body)), bool(re.search(r"sinf|llvm\\.sin", body)))
 """)
 
@@ -132,10 +126,5 @@ _VECTORIZED = textwrap.dedent("""
 def test_float32_sine_loops_vectorize(tmp_path):
     """Forward and adjoint loops over wp.sin of a float32 array use SIMD rounding (the argument
     reduction), with no libm call left: a fresh cache, since Numba cannot inspect cached code."""
-    env = dict(os.environ, DIFFTAPE_CACHE_DIR=str(tmp_path / "kernels"),
-               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
-    script = tmp_path / "scaled_sine.py"
-    script.write_text(_VECTORIZED)
-    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                         text=True, check=True).stdout.split("\n")
-    assert out[:2] == ["True False", "True False"], out
+    out = run_fresh(tmp_path, _VECTORIZED)
+    assert out == ["True", "False", "True", "False"], out
