@@ -1,8 +1,13 @@
 """difftape: differentiable compute kernels in Python, Warp-compatible (``import difftape as wp``).
 
 Kernels are parsed from Python, compiled with Numba to a forward and an adjoint kernel, recorded
-on a Tape, and differentiated exactly with ``tape.backward()``. This file only re-exports.
+on a Tape, and differentiated exactly with ``tape.backward()``. This file only re-exports (with the
+collector paused: ``_src/startup.py``).
 """
+
+from difftape._src import startup as _startup
+
+_startup.begin_import()
 
 # category: version
 from difftape._src.version import __version__ as __version__
@@ -151,3 +156,6 @@ from difftape._src.interop.torch_bridge import to_torch as to_torch
 
 # category: builtins (every registry record, by its Warp name: sin, min, atomic_add, where, ...)
 from difftape._src.ops.public import *  # noqa: E402,F401,F403
+
+_startup.end_import()
+del _startup

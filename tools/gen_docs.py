@@ -172,13 +172,19 @@ def public_imports() -> list[str]:
     lines = INIT.read_text().splitlines()
     kept = []
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and all(a.name != "*" for a in node.names):
+        if isinstance(node, ast.ImportFrom) and all(a.name != "*" for a in node.names) and \
+                not all(_private(a.asname or a.name) for a in node.names):
             start = node.lineno - 1
             if start > 0 and lines[start - 1].startswith("# category:") and \
                     "builtins" not in lines[start - 1]:
                 kept += ["", lines[start - 1]]
             kept.append(ast.unparse(node))
     return kept
+
+
+def _private(name: str) -> bool:
+    """A name the stub leaves out: ``_startup``, not ``__version__``."""
+    return name.startswith("_") and not name.startswith("__")
 
 
 def stub_params(names: list[str], types: list[str] | None) -> str:
