@@ -198,6 +198,8 @@ _CACHED_RUNTIME_SCRIPT = """
     out["hits"], out["misses"] = hits, misses
     # imported only when Numba refreshes its compiler's registries
     out["refreshed"] = "numba.np.polynomial.polynomial_core" in sys.modules
+    # imported by loading code that calls np.empty (power's stacks use rt_empty instead)
+    out["arrayobj"] = "numba.np.arrayobj" in sys.modules
     print(json.dumps(out))
 """
 
@@ -217,7 +219,7 @@ def test_second_process_runs_cached_kernels_without_the_compilers_registries(tmp
         check=True).stdout) for _ in range(2))
     assert first["misses"] > 0 and first["refreshed"], "the first process compiles"
     assert second["misses"] == 0 and second["hits"] == first["misses"]
-    assert not second["refreshed"]
+    assert not second["refreshed"] and not second["arrayobj"]
     assert second["values"] == first["values"] and second["counts"] == first["counts"]
     assert second["counts"] == [40_000.0] * 5 and second["error"] is True
 
@@ -465,3 +467,22 @@ def test_adjoints_are_compiled_for_their_launches_flags():
         body = program.source.split("def blend_adjoint(")[1].split("\n", 1)[1]
         assert "has_adj_" not in body and "consume_" not in body
     assert "if has_adj_a:" in blend.source()  # the generic text, as kernel.source() shows it
+
+
+def test_stack_allocation_rejects_sizes_it_cannot_allocate():
+    """``rt_empty`` (the generated adjoints' stacks) raises MemoryError, not a crash, for a
+    negative size, one whose bytes overflow, and one malloc refuses."""
+    from difftape._src.backends.cpu_runtime import rt_empty
+
+    @numba.njit
+    def allocate(n):
+        a = rt_empty(n, np.float64)
+        a[0] = 1.5
+        a[n - 1] = 2.5
+        return a[0] + a[n - 1], a.shape[0]
+
+    assert allocate(3) == (4.0, 3)
+    for n in (-1, 2**62, 2**50):
+        with pytest.raises(MemoryError):
+            allocate(n)
+

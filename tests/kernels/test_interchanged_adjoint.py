@@ -97,7 +97,7 @@ def test_which_adjoints_are_interchanged():
     source = horner.source().split("_adjoint(")[1]
     assert "fstack[uint64(ftop * 512 + rt_lane)] = p; ftop += 1" in source
     assert "for k_" in source and "in range(rt_trip - 1, -1, -1):" in source
-    assert "istack = np.empty(" in source and "np.int32)" in source  # conditions as int32
+    assert "istack = rt_empty(" in source and "np.int32)" in source  # conditions as int32
     assert "np.int64)" in counted.source().split("_adjoint(")[1]  # an int64 local is saved
 
 

@@ -530,7 +530,8 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
             slack = writer.push_sites[kind]
             # Interchanged: a lane per thread of the strip; every loop reserves its own room.
             size = f"{max(4, 2 * slack)} * {STRIP}" if swapped_adjoint else max(64, 2 * slack)
-            stacks.append(f"{kind}slack = {slack}; {kind}stack = np.empty({size}, "
+            writer.runtime.add("rt_empty")
+            stacks.append(f"{kind}slack = {slack}; {kind}stack = rt_empty({size}, "
                           f"{dtype}); {kind}top = 0")
     out = SourceBuilder()
     # nogil: the launcher runs chunks of one launch on several Python threads at once.

@@ -15,13 +15,52 @@ from llvmlite import ir
 from .cpu_cache import load_only
 
 
+@intrinsic
+def rt_empty(typingctx, size, dtype):
+    """An uninitialised 1-D array of ``size`` ``dtype`` elements on the heap, as ``np.empty``.
+
+    Code that calls ``np.empty`` refers to Numba's ``numba.np.arrayobj``, and loading it from the
+    cache imports that module and the ones it needs: 60-80 ms of a warm process's first launch.
+    This allocates through Numba's runtime (NRT) directly, which loading sets up anyway. A size
+    whose bytes overflow, or an allocation that fails, raises MemoryError."""
+    if not isinstance(size, types.Integer) or not isinstance(dtype, (types.NumberClass,
+                                                                      types.DType)):
+        return None
+    element = dtype.dtype if isinstance(dtype, types.DType) else dtype.instance_type
+    array_type = types.Array(element, 1, "C")
+
+    def codegen(context, builder, signature, args):
+        count = context.cast(builder, args[0], signature.args[0], types.intp)
+        data_type = context.get_data_type(element)
+        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(data_type))
+        product = builder.smul_with_overflow(count, itemsize)
+        nbytes = builder.extract_value(product, 0)
+        bad = builder.or_(builder.extract_value(product, 1),
+                          builder.icmp_signed("<", count, count.type(0)))
+        with builder.if_then(bad, likely=False):
+            context.call_conv.return_user_exc(builder, MemoryError,
+                                              ("difftape: a stack size overflows",))
+        meminfo = context.nrt.meminfo_alloc_aligned(builder, size=nbytes, align=64)
+        with builder.if_then(cgutils.is_null(builder, meminfo), likely=False):
+            context.call_conv.return_user_exc(builder, MemoryError,
+                                              ("difftape: cannot allocate a stack",))
+        data = builder.bitcast(context.nrt.meminfo_data(builder, meminfo),
+                               data_type.as_pointer())
+        array = context.make_array(array_type)(context, builder)
+        context.populate_array(array, data=data, shape=[count], strides=[itemsize],
+                               itemsize=itemsize, meminfo=meminfo)
+        return array._getvalue()  # a new reference: the array owns the allocation
+
+    return array_type(size, dtype), codegen
+
+
 @njit(cache=True)
 def rt_reserve(stack, size):
     """``stack`` with room for ``size`` values (grown to at least twice its length, data kept).
 
     Generated adjoints call it before each loop with the room the loop's iterations need, so
     no push inside a loop ever checks or grows the stack."""
-    bigger = np.empty(max(size, stack.shape[0] * 2), stack.dtype)
+    bigger = rt_empty(max(size, stack.shape[0] * 2), stack.dtype)
     for k in range(stack.shape[0]):  # a loop: slice assignment costs ~4 s of first compile
         bigger[k] = stack[k]
     return bigger
