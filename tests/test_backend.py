@@ -486,3 +486,75 @@ def test_stack_allocation_rejects_sizes_it_cannot_allocate():
         with pytest.raises(MemoryError):
             allocate(n)
 
+
+_RUNTIME_CACHE_SCRIPT = """
+    import json
+    import sys
+
+    import numpy as np
+    from numba.core.runtime import nrtdynmod
+
+    compiled = []
+    original = nrtdynmod.create_nrt_module
+    nrtdynmod.create_nrt_module = lambda ctx: compiled.append(1) or original(ctx)
+
+    import difftape as wp
+
+    @wp.kernel
+    def power(x: wp.array(dtype=float), n: int, y: wp.array(dtype=float)):
+        i = wp.tid()
+        v = float(1.0)
+        for k in range(n):
+            v = v * x[i]
+        y[i] = v
+
+    kernels = [power]
+    if sys.argv[1] == "new":  # compiled by this process, linked against the loaded runtime
+        @wp.kernel
+        def poly(x: wp.array(dtype=float), n: int, y: wp.array(dtype=float)):
+            i = wp.tid()
+            v = float(0.0)
+            for k in range(n):
+                v = v * x[i] + 2.0
+            y[i] = v
+
+        kernels.append(poly)
+    x = wp.array(np.linspace(0.9, 1.1, 6, dtype=np.float32), dtype=float, requires_grad=True)
+    grads = []
+    for kernel in kernels:
+        y = wp.zeros(6, dtype=float, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(kernel, 6, inputs=[x, 300, y])  # 300 iterations: the stack grows
+        tape.backward(grads={y: wp.ones(6, dtype=float)})
+        grads.append(x.grad.numpy().tolist())
+        tape.zero()
+    print(json.dumps([len(compiled), grads]))
+"""
+
+
+def test_second_process_loads_numbas_runtime_from_the_cache(tmp_path):
+    """Numba's runtime module is compiled once and then loaded from the kernel cache
+    (``cpu_cache.initialize_runtime``); code loaded from the cache, and code compiled after the
+    load, allocates and frees through it."""
+    import json
+
+    script = tmp_path / "runtime_cache.py"
+    script.write_text(textwrap.dedent(_RUNTIME_CACHE_SCRIPT))
+    env = dict(os.environ, DIFFTAPE_CACHE_DIR=str(tmp_path / "cache"),
+               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+
+    def run(which):
+        return json.loads(subprocess.run([sys.executable, str(script), which], env=env,
+                                          capture_output=True, text=True, check=True).stdout)
+
+    first, second = run("old"), run("new")
+    assert first[0] == 1 and second[0] == 0
+    assert any(f.startswith("numba_runtime_") for f in os.listdir(tmp_path / "cache"))
+    x = np.linspace(0.9, 1.1, 6, dtype=np.float32).astype(np.float64)
+    np.testing.assert_allclose(first[1][0], 300 * x ** 299, rtol=1e-4)
+    assert second[1][0] == first[1][0]
+    # v_n = 2 (x^n - 1) / (x - 1): the derivative by the quotient rule
+    n = 300
+    expected = 2 * ((n * x ** (n - 1)) * (x - 1) - (x ** n - 1)) / (x - 1) ** 2
+    np.testing.assert_allclose(second[1][1], expected, rtol=1e-3)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .. import config, dtypes
+from .. import dtypes
 from ..codegen import naming
 from ..codegen.activity import analyze, scatter_sites
 from ..codegen.adjoint import AdjointWriter
@@ -714,12 +714,6 @@ def _specialised(function: str, kernel: ir.KernelIR, flags: tuple[bool, ...]) ->
     return "\n".join((decorator, signature, flag.sub(lambda m: str(values[m[1]]), body)))
 
 
-def _cache_dir() -> str:
-    path = os.path.expanduser(config.cache_dir)
-    os.makedirs(path, exist_ok=True)
-    return path
-
-
 def load_module(kernel_name: str, source: str):
     """Write ``source`` to a content-hashed file (once, atomically) and import it."""
     key = hashlib.sha256((source + _difftape_version + numba.__version__ +
@@ -727,7 +721,7 @@ def load_module(kernel_name: str, source: str):
     module_name = f"difftape_gen_{kernel_name}_{key}"
     if module_name in sys.modules:
         return sys.modules[module_name], sys.modules[module_name].__file__
-    directory = _cache_dir()
+    directory = cpu_cache.cache_dir()
     path = os.path.join(directory, module_name + ".py")
     if not os.path.exists(path):
         fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
