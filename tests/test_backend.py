@@ -470,8 +470,9 @@ def test_adjoints_are_compiled_for_their_launches_flags():
 
 
 def test_stack_allocation_rejects_sizes_it_cannot_allocate():
-    """``rt_empty`` (the generated adjoints' stacks) raises MemoryError, not a crash, for a
-    negative size, one whose bytes overflow, and one malloc refuses."""
+    """``rt_empty`` (the generated adjoints' stacks) is freed when its last reference goes, and
+    raises MemoryError, not a crash, for a negative size, one whose bytes overflow, and one
+    malloc refuses."""
     from difftape._src.backends.cpu_runtime import rt_empty
 
     @numba.njit
@@ -481,7 +482,19 @@ def test_stack_allocation_rejects_sizes_it_cannot_allocate():
         a[n - 1] = 2.5
         return a[0] + a[n - 1], a.shape[0]
 
-    assert allocate(3) == (4.0, 3)
+    from numba.core.runtime import _nrt_python as nrt_stats
+
+    enabled = nrt_stats.memsys_stats_enabled()
+    nrt_stats.memsys_enable_stats()
+    try:
+        before = nrt_stats.memsys_get_stats_mi_alloc(), nrt_stats.memsys_get_stats_mi_free()
+        assert allocate(3) == (4.0, 3)
+        allocated = nrt_stats.memsys_get_stats_mi_alloc() - before[0]
+        freed = nrt_stats.memsys_get_stats_mi_free() - before[1]
+        assert allocated == freed == 1  # freed when the function returns
+    finally:
+        if not enabled:
+            nrt_stats.memsys_disable_stats()
     for n in (-1, 2**62, 2**50):
         with pytest.raises(MemoryError):
             allocate(n)

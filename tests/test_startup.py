@@ -37,3 +37,27 @@ print(probe() is None)
     words = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                            check=True).stdout.split()
     assert words[-1] == "True"
+
+
+def test_an_import_that_failed_part_way_is_retried_with_the_collectors_state():
+    script = """
+import gc, sys
+
+class Refuse:  # fails the first import of one of difftape's late modules
+    armed = True
+    def find_spec(self, name, path=None, target=None):
+        if name == "difftape._src.interop.torch_bridge" and Refuse.armed:
+            Refuse.armed = False
+            raise ImportError("refused once")
+
+sys.meta_path.insert(0, Refuse())
+try:
+    import difftape
+except ImportError:
+    print("failed", gc.isenabled())
+import difftape
+print("retried", gc.isenabled())
+"""
+    words = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           check=True).stdout.split()
+    assert words == ["failed", "False", "retried", "True"]

@@ -8,24 +8,30 @@ import runs with the collector paused and ends with :func:`gc.freeze`, which mov
 that exists at that point into the collector's permanent generation: later collections skip
 them. ``gc.unfreeze()`` undoes it. Objects are still freed by reference counting as before;
 only a reference cycle that was already unreachable when difftape was imported is never
-collected.
+collected. An import that fails part-way leaves the collector paused until one succeeds.
 """
 
 from __future__ import annotations
 
 import gc
 
-_was_enabled: list[bool] = []
+# Whether the collector was enabled when an import of difftape began; None outside one. An
+# import that fails leaves this set (and the collector paused), so the next attempt restores it.
+_enabled_before: bool | None = None
 
 
 def begin_import() -> None:
     """Pause the collector (the first thing ``difftape/__init__.py`` does)."""
-    _was_enabled.append(gc.isenabled())
+    global _enabled_before
+    if _enabled_before is None:
+        _enabled_before = gc.isenabled()
     gc.disable()
 
 
 def end_import() -> None:
     """Freeze what the import created and restore the collector's enabled state."""
+    global _enabled_before
     gc.freeze()
-    if _was_enabled.pop():
+    if _enabled_before:
         gc.enable()
+    _enabled_before = None
