@@ -349,8 +349,9 @@ def render(results: dict) -> str:
         add("## 7. Peak memory of the mass-spring tape (forward + backward at base size)")
         add("")
         add("Peak resident memory above a baseline taken after import, kernel compilation (on a "
-            "tiny problem) and building the numpy inputs; *state* = right after allocating the "
-            "arrays (inputs, per-step states, gradients).")
+            "tiny problem), building the numpy inputs and handing freed heap pages back "
+            "(`malloc_trim`); *state* = right after allocating the arrays (inputs, per-step "
+            "states, gradients).")
         add("")
         add("| impl | state MB | peak MB |")
         add("|---|---|---|")
@@ -484,7 +485,7 @@ def _cache_cells(wl: str, rows: list[tuple[str, int]], config: dict, args, log) 
             cells[label] = {"cold": run_worker("firstrun", spec, cenv, log, timeout=600),
                             "warm_samples": [], "spec": spec, "env": cenv}
         labels = [k for k, c in cells.items() if c["cold"].get("status") == "ok"]
-        for r in range(config["warm_rounds"]):
+        for r in range(config["warm_rounds"] if labels else 0):
             for label in labels[r % len(labels):] + labels[:r % len(labels)]:
                 cell = cells[label]
                 res = run_worker("firstrun", cell["spec"], cell["env"], log, timeout=600)
