@@ -79,25 +79,26 @@ def initialize_runtime(target_context) -> None:
 
 
 def _runtime_library(target_context):
+    """The runtime's compiled module: loaded from the cache, else compiled and stored there."""
     codegen = target_context.codegen()
     key = repr((numba.__version__, llvmlite.__version__, codegen.magic_tuple(),
                 numba_config.DEBUG_NRT))
-    path = os.path.join(cache_dir(), "numba_runtime_"
-                        + hashlib.sha256(key.encode()).hexdigest()[:20] + ".pkl")
+    name = "numba_runtime_" + hashlib.sha256(key.encode()).hexdigest()[:20] + ".pkl"
     try:
+        path = os.path.join(cache_dir(), name)
         with open(path, "rb") as f:
             return codegen.unserialize_library(pickle.load(f))
-    except Exception:  # missing, or written by something else: compile it
+    except Exception:  # missing, unreadable, or no cache directory: compile it
         pass
     module, library = nrtdynmod.create_nrt_module(target_context)
     library.enable_object_caching()
     library.add_ir_module(module)
     library.finalize()
     try:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=cache_dir(), suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             pickle.dump(library.serialize_using_object_code(), f)
-        os.replace(tmp, path)
+        os.replace(tmp, os.path.join(cache_dir(), name))
     except OSError:  # a read-only cache: compile again next time
         pass
     return library
