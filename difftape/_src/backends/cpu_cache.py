@@ -86,21 +86,26 @@ def _runtime_library(target_context):
     name = "numba_runtime_" + hashlib.sha256(key.encode()).hexdigest()[:20] + ".pkl"
     try:
         path = os.path.join(cache_dir(), name)
-        with open(path, "rb") as f:
-            return codegen.unserialize_library(pickle.load(f))
-    except Exception:  # missing, unreadable, or no cache directory: compile it
-        pass
+    except OSError:  # no cache directory: compile, and keep nothing
+        path = None
+    if path is not None and os.path.exists(path):
+        try:
+            with open(path, "rb") as f:
+                return codegen.unserialize_library(pickle.load(f))
+        except Exception:  # unreadable, or written by something else: compile it again
+            pass
     module, library = nrtdynmod.create_nrt_module(target_context)
     library.enable_object_caching()
     library.add_ir_module(module)
     library.finalize()
-    try:
-        fd, tmp = tempfile.mkstemp(dir=cache_dir(), suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(library.serialize_using_object_code(), f)
-        os.replace(tmp, os.path.join(cache_dir(), name))
-    except OSError:  # a read-only cache: compile again next time
-        pass
+    if path is not None:
+        try:
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump(library.serialize_using_object_code(), f)
+            os.replace(tmp, path)
+        except OSError:  # a read-only cache: compile again next time
+            pass
     return library
 
 

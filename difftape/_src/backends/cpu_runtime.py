@@ -46,12 +46,18 @@ def rt_empty(typingctx, size, dtype):
                                               ("difftape: cannot allocate a stack",))
         data = builder.bitcast(context.nrt.meminfo_data(builder, meminfo),
                                data_type.as_pointer())
-        array = context.make_array(array_type)(context, builder)
-        context.populate_array(array, data=data, shape=[count], strides=[itemsize],
-                               itemsize=itemsize, meminfo=meminfo)
-        return array._getvalue()  # a new reference: the array owns the allocation
+        # a new reference: the array owns the allocation
+        return _array_1d(context, builder, array_type, data, count, itemsize, meminfo)
 
     return array_type(size, dtype), codegen
+
+
+def _array_1d(context, builder, array_type, data, count, itemsize, meminfo):
+    """A C-contiguous 1-D array value of ``count`` elements at ``data``."""
+    array = context.make_array(array_type)(context, builder)
+    context.populate_array(array, data=data, shape=[count], strides=[itemsize],
+                           itemsize=itemsize, meminfo=meminfo)
+    return array._getvalue()
 
 
 @njit(cache=True)
@@ -193,11 +199,8 @@ def rt_stack_array(typingctx, size, dtype):
         data_type = context.get_data_type(element)
         data = cgutils.alloca_once(builder, data_type, size=count)  # in the entry block
         itemsize = context.get_constant(types.intp, context.get_abi_sizeof(data_type))
-        array = context.make_array(array_type)(context, builder)
-        context.populate_array(array, data=data,
-                               shape=[context.get_constant(types.intp, count)],
-                               strides=[itemsize], itemsize=itemsize, meminfo=None)
-        return array._getvalue()
+        return _array_1d(context, builder, array_type, data,
+                         context.get_constant(types.intp, count), itemsize, None)
 
     return array_type(size, dtype), codegen
 
