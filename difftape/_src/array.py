@@ -127,6 +127,7 @@ class array:
         if not 1 <= ndim <= ARRAY_MAX_DIMS:
             raise ArrayError(f"array ndim must be between 1 and {ARRAY_MAX_DIMS}; got {ndim}")
         self._data = None
+        self._plain_data = None
         self.dtype = dtype
         self.ndim = ndim
         self.shape = (0,) * ndim
@@ -138,6 +139,11 @@ class array:
     def _set_storage(self, storage: np.ndarray, dtype: type, device: Device) -> None:
         ndim = storage.ndim - inner_ndim(dtype)
         self._data = storage
+        flags = storage.flags
+        # Storage that compiled code may be handed without Numba's per-call argument typing
+        # (launch.py): C-contiguous, aligned and writeable when wrapped.
+        self._plain_data = storage if (flags.c_contiguous and flags.aligned and
+                                       flags.writeable) else None
         self.dtype = dtype
         self.ndim = ndim
         self.shape = tuple(storage.shape[:ndim])

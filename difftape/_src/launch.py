@@ -16,7 +16,8 @@ import numpy as np
 from . import chunks, config, dtypes, overwrite, read_flags
 from . import tape as tape_module
 from .array import array
-from .backends import cpu, cpu_runtime
+from .array_storage import inner_ndim
+from .backends import cpu, cpu_entry, cpu_runtime
 from .backends.cpu import staging_dtype
 from .device import get_device
 
@@ -69,7 +70,13 @@ def _array_arg(kernel: Kernel, param, position: int, value, what: str = "argumen
     if not value.device.is_cpu:
         raise LaunchValueError(f"launch({kernel.key}): {what} '{param.name}' lives on "
                                f"{value.device}, but the launch runs on cpu.")
-    return value._data
+    data = value._data
+    if data.ndim != _storage_ndim(param):
+        raise LaunchValueError(f"launch({kernel.key}): {what} '{param.name}' (position "
+                               f"{position}): the numpy storage of this {value.type_name()} "
+                               f"has shape {data.shape}: it was reshaped in place (e.g. "
+                               f"a.numpy().shape = ...); use a.reshape() instead.")
+    return data
 
 
 def _scalar_arg(kernel: Kernel, param, position: int, value):
@@ -91,7 +98,7 @@ class LaunchPlan:
     def __init__(self, kernel: Kernel):
         ir_ = kernel.ir
         self.params = ir_.params
-        self.slots = [(p.is_array and p.flat is None, p.dtype, p.ndim,
+        self.slots = [(p.is_array and p.flat is None, p.dtype, _storage_ndim(p),
                        staging_dtype(dtypes.scalar_of(p.dtype))._np if p.flat is None else None,
                        _slot_kind(p)) for p in ir_.params]
         # Every generated array parameter, in order: (param index, field path or None, leaf).
@@ -129,6 +136,19 @@ class LaunchPlan:
             self.packed_arrays = lambda packed: []
         self.adjoint_positions = {leaf.symbol: k for k, (_, _, leaf) in
                                   enumerate(self.flat_arrays)}
+        self.flat_storage_ndims = [_storage_ndim(leaf) for _, _, leaf in self.flat_arrays]
+
+
+def _storage_ndim(p) -> int:
+    """The numpy dimensions of an array parameter's storage (its element's shape included)."""
+    return p.ndim + inner_ndim(p.dtype) if p.is_array else 0
+
+
+def _plain(data: np.ndarray, ndim: int) -> bool:
+    """Whether compiled code may take ``data`` without Numba's argument typing, as it takes
+    ``array._plain_data`` (the launcher's slow paths, where the storage is not at hand)."""
+    flags = data.flags
+    return data.ndim == ndim and flags.c_contiguous and flags.aligned and flags.writeable
 
 
 def _slot_kind(p) -> str:
@@ -144,27 +164,31 @@ def _leaf_path(leaf) -> tuple[str, ...]:
     return tuple(leaf.name.split("[")[0].split(".")[1:])
 
 
-def _struct_arg(kernel: Kernel, param, position: int, value) -> list:
-    """The generated arguments of a struct parameter: one per leaf, in order."""
+def _struct_arg(kernel: Kernel, param, position: int, value) -> tuple[list, bool]:
+    """The generated arguments of a struct parameter, one per leaf, in order; and whether its
+    arrays are all plain storage (as in ``pack_arguments``)."""
     if value.__class__ is not param.dtype:
         raise LaunchTypeError(f"launch({kernel.key}): argument '{param.name}' (position "
                               f"{position}) expects {param.dtype.__qualname__}, got "
                               f"{_describe(value)}.")
     packed = []
+    plain = True
     for leaf in param.flat:
         field = resolve_path(value, _leaf_path(leaf))
         if leaf.is_array:
             if field is None:
                 packed.append(_empty_like_param(leaf))
             else:
-                packed.append(_array_arg(kernel, leaf, position, field))
+                data = _array_arg(kernel, leaf, position, field)
+                plain = plain and data is field._plain_data
+                packed.append(data)
         else:
             if "[" in leaf.name:
                 k = int(leaf.name.rsplit("[", 1)[1][:-1])
                 field = np.asarray(field).reshape(-1)[k]
             scalar = staging_dtype(leaf.dtype)._np(field)  # the checked conversion
             packed.append(float(scalar) if dtypes.is_float(leaf.dtype) else scalar)
-    return packed
+    return packed, plain
 
 
 def _struct_array_arg(kernel: Kernel, param, position: int, value) -> list:
@@ -208,20 +232,26 @@ def _composite_arg(kernel: Kernel, param, position: int, value, np_type) -> list
     return [np_type(c) for c in flat]
 
 
-def pack_arguments(kernel: Kernel, args: list, plan: LaunchPlan | None = None) -> list:
-    """Numba-ready arguments: numpy storage for arrays (float16 staged as float32), typed scalars."""
+def pack_arguments(kernel: Kernel, args: list, plan: LaunchPlan | None = None
+                   ) -> tuple[list, bool]:
+    """Numba-ready arguments: numpy storage for arrays (float16 staged as float32), typed
+    scalars; and whether every array among them is plain storage (``array._plain_data``), which
+    ``_execute`` may pass to the compiled entry point without Numba's typing (cpu_entry.py)."""
     plan = plan or plan_of(kernel)
     packed = []
     append = packed.append
+    plain = True
     for k, value in enumerate(args):
-        is_array, dtype, ndim, np_type, kind = plan.slots[k]
+        is_array, dtype, storage_ndim, np_type, kind = plan.slots[k]
         cls = value.__class__
         if is_array:
-            if cls is array and value.dtype is dtype and value.ndim == ndim and \
-                    value.device is _CPU and value._data is not None:
-                append(value._data)
-            else:
-                append(_array_arg(kernel, plan.params[k], k, value))  # or raises the error
+            if cls is array and value.dtype is dtype and value.device is _CPU:
+                data = value._plain_data  # its ndim checked too: numpy can reshape in place
+                if data is not None and data.ndim == storage_ndim:
+                    append(data)
+                    continue
+            append(_array_arg(kernel, plan.params[k], k, value))  # or raises the error
+            plain = False
         elif kind == "float":  # Python floats: fast to dispatch; kernels cast float32 ones
             if cls is float:
                 append(value)
@@ -236,9 +266,12 @@ def pack_arguments(kernel: Kernel, args: list, plan: LaunchPlan | None = None) -
         elif kind == "composite":
             packed.extend(_composite_arg(kernel, plan.params[k], k, value, np_type))
         elif kind == "struct":
-            packed.extend(_struct_arg(kernel, plan.params[k], k, value))
-        elif kind == "struct_array":
+            leaves, plain_leaves = _struct_arg(kernel, plan.params[k], k, value)
+            packed.extend(leaves)
+            plain = plain and plain_leaves
+        elif kind == "struct_array":  # field views of a structured array: never plain
             packed.extend(_struct_array_arg(kernel, plan.params[k], k, value))
+            plain = False
         elif isinstance(value, np.generic):
             _scalar_arg(kernel, plan.params[k], k, value)  # raises for a wrong kind
             append(np_type(value))
@@ -246,7 +279,7 @@ def pack_arguments(kernel: Kernel, args: list, plan: LaunchPlan | None = None) -
             append(_scalar_arg(kernel, plan.params[k], k, value))
     for k in plan.float16:
         packed[plan.offsets[k]] = packed[plan.offsets[k]].astype(np.float32)
-    return packed
+    return packed, plain
 
 
 def _write_back(plan: LaunchPlan, args: list, packed: list, writer: object = None) -> None:
@@ -257,33 +290,37 @@ def _write_back(plan: LaunchPlan, args: list, packed: list, writer: object = Non
 
 
 def pack_adjoints(kernel: Kernel, args: list, adj_args: list,
-                  plan: LaunchPlan | None = None) -> tuple[list, list, list, list]:
+                  plan: LaunchPlan | None = None) -> tuple[list, list, list, list, bool]:
     """Adjoint buffers per array parameter: explicit entry, else the array's own ``.grad``.
 
-    Returns (buffers, has-adjoint flags, consume flags, float16 write-backs). Only an array's
-    own ``.grad`` is consumed by stores (final write wins), and never with ``retain_grad``.
+    Returns (buffers, has-adjoint flags, consume flags, float16 write-backs, whether every
+    buffer is plain storage as in ``pack_arguments``). Only an array's own ``.grad`` is consumed
+    by stores (final write wins), and never with ``retain_grad``.
     """
     plan = plan or plan_of(kernel)
     buffers, has, consume, staged = [], [], [], []
-    plain = plan.plain_float
-    for k, path, leaf in plan.flat_arrays:
+    plain_float = plan.plain_float
+    plain = True
+    for j, (k, path, leaf) in enumerate(plan.flat_arrays):
         value, adj = args[k], adj_args[k]
-        if k in plain:  # the common case: a float array parameter and its .grad (or adj)
+        if k in plain_float:  # the common case: a float array parameter and its .grad (or adj)
             grad = value._grad if adj is None else adj
             if grad is not None and (adj is None or adj.__class__ is array and adj.dtype is
                                      value.dtype and adj.ndim == value.ndim):
-                data = grad._data
-                if data.size:
+                data = grad._plain_data
+                if data is not None and data.size and data.ndim == plan.flat_storage_ndims[j]:
                     buffers.append(data)
                     has.append(True)
                     consume.append(grad is value._grad and not value._retain_grad)
                     grad._mark_written()
                     continue
         buffer, flag, consumed = _adjoint_slot(kernel, plan, k, path, leaf, value, adj, staged)
+        if flag and plain:  # a stand-in for a missing adjoint is plain (_empty_like_param)
+            plain = _plain(buffer, plan.flat_storage_ndims[j])
         buffers.append(buffer)
         has.append(flag)
         consume.append(consumed)
-    return buffers, has, consume, staged
+    return buffers, has, consume, staged, plain
 
 
 def _adjoint_slot(kernel: Kernel, plan: LaunchPlan, k: int, path, leaf, value, adj,
@@ -417,7 +454,8 @@ def _rank_error(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...]) -> Laun
 
 
 def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int, adjoint: bool,
-             args: list, arrays: list, receiving: tuple[list, list, list] | None) -> None:
+             args: list, arrays: list, receiving: tuple[list, list, list] | None,
+             plain: bool = False) -> None:
     """Pick the program and chunking for one launch and run it.
 
     Compiled code assumes its array arguments never overlap (so LLVM can vectorize); a launch
@@ -425,7 +463,8 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
     assumption, whatever ``cpu_parallel`` asks: with it, adds into one adjoint through two
     parameters could be lost. ``receiving``: the adjoint buffers, has-adjoint and consume flags
     of an adjoint launch (None in a forward one), from which ``_receiver`` makes ``_threading``'s
-    ``receiver`` when it is needed."""
+    ``receiver`` when it is needed. ``plain``: every array argument is plain storage, so the
+    compiled entry point is called without Numba's dispatcher (``cpu_entry.py``)."""
     receiver = None
     # An adjoint is compiled for its launch's has-adjoint and consume flags (cpu._specialised).
     flags = (*receiving[1], *receiving[2]) if adjoint else None
@@ -447,6 +486,10 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
     if views and receiver is None:
         receiver = _receiver(plan, args, receiving)
     try:
+        if plain:
+            fn = program.entries[adjoint] or cpu_entry.entry_point(
+                program, adjoint, [0, 0, *dims, *args, *[receiver(view.param)[0]
+                                                        for view in views]])
         if how.chunks == 1:  # serial: each view argument is its array itself
             if views:
                 args = args + [receiver(view.param)[0] for view in views]
@@ -501,11 +544,11 @@ def run_forward(kernel: Kernel, dims: tuple[int, ...], args: list) -> None:
 def _run_forward(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], args: list) -> None:
     if plan.tid_rank and plan.tid_rank != len(dims):
         raise _rank_error(kernel, plan, dims)
-    packed = pack_arguments(kernel, args, plan)
+    packed, plain = pack_arguments(kernel, args, plan)
     total = dims[0] if len(dims) == 1 else _total(dims)
     if total == 0:
         return
-    _execute(kernel, plan, dims, total, False, packed, plan.packed_arrays(packed), None)
+    _execute(kernel, plan, dims, total, False, packed, plan.packed_arrays(packed), None, plain)
     _write_back(plan, args, packed, kernel)
 
 
@@ -539,12 +582,12 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
     plan = kernel.__dict__.get("_launch_plan") or plan_of(kernel)
     if plan.tid_rank and plan.tid_rank != len(dims):
         raise _rank_error(kernel, plan, dims)
-    packed = pack_arguments(kernel, args, plan)
-    for k in plan.inplace:
+    packed, plain = pack_arguments(kernel, args, plan)
+    for k in plan.inplace:  # C-contiguous copies (the snapshots are, too)
         at = plan.offsets[k]
         source = (snapshots or {}).get(k, packed[at])
         packed[at] = source.astype(packed[at].dtype, copy=True)
-    buffers, has, consume, staged = pack_adjoints(kernel, args, adj_args, plan)
+    buffers, has, consume, staged, plain_buffers = pack_adjoints(kernel, args, adj_args, plan)
     total = dims[0] if len(dims) == 1 else _total(dims)
     if total == 0:
         return
@@ -552,7 +595,7 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
     arrays = plan.packed_arrays(packed)
     arrays += [b for b, flag in zip(buffers, has) if flag]
     _execute(kernel, plan, dims, total, True, packed + buffers + has + consume, arrays,
-             (buffers, has, consume))
+             (buffers, has, consume), plain and plain_buffers)
     for grad, data in staged:
         grad._data[...] = data
 
@@ -603,7 +646,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     if config.verify_autograd_array_access:
         read_flags.check_build(kernel)
     if record_cmd:
-        pack_arguments(kernel, args)
+        pack_arguments(kernel, args)  # checks them
         return Launch(kernel, dims, inputs, outputs, resolved)
     active = tape_module._active if record_tape else None
     if active is not None:

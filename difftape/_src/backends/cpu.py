@@ -14,7 +14,7 @@ import os
 import re
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numba
 import numpy as np
@@ -89,6 +89,9 @@ class CpuProgram:
     path: str
     variant: Variant
     views: tuple[list[ReplicaView], list[ReplicaView]] = ([], [])  # forward, adjoint
+    # Compiled entry points of the forward and the adjoint for launches whose arrays are all
+    # plain storage (cpu_entry.py), found on first use.
+    entries: list = field(default_factory=lambda: [None, None])
 
 
 def _register_noalias_option() -> str | None:
