@@ -19,13 +19,12 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
-import inspect
-import textwrap
 from dataclasses import dataclass
 
 from .codegen.activity import Analysis, analyze
 from .codegen.structure import structure
 from .frontend import ir
+from .frontend.source import source_block
 
 
 @dataclass(frozen=True)
@@ -245,8 +244,10 @@ def _contribution_deps(rule) -> tuple[frozenset[int], ...] | None:
     """Per returned tuple element, the parameter positions it depends on (data and control)."""
     fn = getattr(rule, "py_func", rule)
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError, IndentationError):
+        tree = source_block(fn)[2]
+    except (OSError, TypeError):
+        return None
+    if tree is None:
         return None
     fdef = tree.body[0]
     if not isinstance(fdef, ast.FunctionDef) or fdef.args.vararg or fdef.args.kwonlyargs:

@@ -713,8 +713,14 @@ def _specialised(function: str, kernel: ir.KernelIR, flags: tuple[bool, ...]) ->
                             f"{len(names)} parameters; this is a difftape bug")
     values = dict(zip(names, flags))
     decorator, signature, body = function.split("\n", 2)
-    flag = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
-    return "\n".join((decorator, signature, flag.sub(lambda m: str(values[m[1]]), body)))
+    body = _FLAG_NAME.sub(lambda m: str(values.get(m[0], m[0])), body)
+    return "\n".join((decorator, signature, body))
+
+
+# Identifiers that may be adjoint flags (one pattern for all kernels: compiling one per adjoint
+# cost ~0.6 ms of each first launch).
+_FLAG_NAME = re.compile(r"\b(?:%s|%s)\w+" % (re.escape(naming.has_adjoint_flag("")),
+                                               re.escape(naming.consume_flag(""))))
 
 
 def load_module(kernel_name: str, source: str):
