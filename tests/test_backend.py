@@ -573,3 +573,76 @@ def test_second_process_loads_numbas_runtime_from_the_cache(tmp_path):
     n = 300
     expected = 2 * ((n * x ** (n - 1)) * (x - 1) - (x ** n - 1)) / (x - 1) ** 2
     np.testing.assert_allclose(second[1][1], expected, rtol=1e-3)
+
+
+_LAZY_BITCODE_SCRIPT = """
+    import gc
+    import json
+    import sys
+
+    import numpy as np
+
+    import difftape as wp
+    from difftape._src.backends import cpu_cache
+
+    @wp.kernel
+    def waves(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = wp.sqrt(x[i]) + wp.sin(x[i])
+
+    kernels = [waves]
+    if sys.argv[1] == "new":  # compiled here: it links the helpers the cache loaded lazily
+        @wp.kernel
+        def ripples(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+            i = wp.tid()
+            y[i] = wp.sqrt(x[i]) * wp.sin(x[i]) + 2.0
+
+        kernels.append(ripples)
+    x = wp.array(np.linspace(0.1, 2.0, 16, dtype=np.float32), dtype=float, requires_grad=True)
+    out = {"values": [], "grads": []}
+    for kernel in kernels:
+        y = wp.zeros(16, dtype=float, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(kernel, 16, inputs=[x, y])
+        tape.backward(grads={y: wp.ones(16, dtype=float)})
+        out["values"].append(y.numpy().tolist())
+        out["grads"].append(x.grad.numpy().tolist())
+        tape.zero()
+    waves_libraries = [cres.library for program in waves._built.values()
+                       for fn in (program.forward, program.adjoint) if fn is not None
+                       for cres in fn.overloads.values()]
+    out["waves_lazy"] = [type(lib) is cpu_cache._LazilyLinkedLibrary and
+                         lib._shared_module is None for lib in waves_libraries]
+    out["linked"] = sorted(lib.name.split("_")[0] for lib in gc.get_objects()
+                           if type(lib) is cpu_cache._LazilyLinkedLibrary
+                           and lib._shared_module is not None)
+    print(json.dumps(out))
+"""
+
+
+def test_cached_code_is_loaded_without_parsing_its_bitcode_until_linked(tmp_path):
+    """A warm process loads kernels from object code without parsing the bitcode kept for
+    linking (``cpu_cache._LazilyLinkedLibrary``); a kernel it compiles still links the helper
+    functions it loaded that way, which then parse it."""
+    import json
+
+    script = tmp_path / "lazy_bitcode.py"
+    script.write_text(textwrap.dedent(_LAZY_BITCODE_SCRIPT))
+    env = dict(os.environ, DIFFTAPE_CACHE_DIR=str(tmp_path / "cache"),
+               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+
+    def run(which):
+        return json.loads(subprocess.run([sys.executable, str(script), which], env=env,
+                                          capture_output=True, text=True, check=True).stdout)
+
+    first, second = run("old"), run("new")
+    assert first["waves_lazy"] == [False, False]  # compiled: Numba's own libraries
+    assert second["waves_lazy"] == [True, True]  # loaded, bitcode never parsed
+    assert "sqrt" in second["linked"] and "sin" in second["linked"]
+    x = np.linspace(0.1, 2.0, 16, dtype=np.float32).astype(np.float64)
+    assert second["values"][0] == first["values"][0]
+    assert second["grads"][0] == first["grads"][0]
+    np.testing.assert_allclose(second["values"][1], np.sqrt(x) * np.sin(x) + 2, rtol=1e-6)
+    np.testing.assert_allclose(second["grads"][1],
+                               0.5 / np.sqrt(x) * np.sin(x) + np.sqrt(x) * np.cos(x), rtol=1e-5)

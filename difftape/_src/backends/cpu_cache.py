@@ -12,10 +12,17 @@ kernel in the cache never builds the compiler's tables.
 The runtime itself is a small LLVM module that Numba compiles in every process (36 ms here, of
 a warm process's ~0.2 s first launch). :func:`initialize_runtime` compiles it once per machine
 and Numba version, keeps its object code next to the generated modules, and loads that (6 ms).
+
+Each cached function also holds the LLVM bitcode of all its code, for other code that links
+against it; Numba parses it on every load and records every symbol in it (28 ms of the
+mass-spring workload's first launch). A kernel is only ever called, so :class:`LoadOnlyCache`
+loads the object code alone and parses the bitcode when something links against it (a helper
+function that a kernel compiled later calls) or asks for a symbol it did not register.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import pickle
@@ -26,25 +33,93 @@ import numba
 from llvmlite import binding as ll
 from numba.core import config as numba_config
 from numba.core.caching import FunctionCache
+from numba.core.codegen import JitEngine, JITCodeLibrary
 from numba.core.compiler_lock import global_compiler_lock
 from numba.core.dispatcher import Dispatcher
+from numba.core.funcdesc import FunctionDescriptor
 from numba.core.runtime import nrt, nrtdynmod
 
 from .. import config
 
 
 class LoadOnlyCache(FunctionCache):
-    """Numba's per-function disk cache, loading without the compiler's context refresh."""
+    """Numba's per-function disk cache, loading without the compiler's context refresh, and
+    without reading the code's LLVM bitcode until something links against it."""
 
     def load_overload(self, sig, target_context):
         initialize_runtime(target_context)
         with self._guard_against_spurious_io_errors():
             return self._load_overload(sig, target_context)
 
+    def _load_overload(self, sig, target_context):
+        if not _LAZY_SUPPORTED:
+            return super()._load_overload(sig, target_context)
+        codegen = target_context.codegen()
+        data = self._cache_file.load(self._index_key(sig, codegen))
+        if data is None:
+            return None
+        libdata, fndesc = data[0], data[1]
+        if not (isinstance(fndesc, FunctionDescriptor) and isinstance(libdata, tuple)
+                and len(libdata) == 3 and libdata[1] == "object"):
+            return self._impl.rebuild(target_context, data)
+        # CompileResult._rebuild unserializes the library, then looks up the wrapper: the
+        # one symbol the loaded function is called through, registered here.
+        with global_compiler_lock:
+            codegen.unserialize_library = functools.partial(
+                _unserialize_lazily, codegen, fndesc.llvm_cpython_wrapper_name)
+            try:
+                return self._impl.rebuild(target_context, data)
+            finally:
+                del codegen.unserialize_library  # the class's method again
+
+
+class _LazilyLinkedLibrary(JITCodeLibrary):
+    """A library loaded from object code whose bitcode for linking (the code of every function
+    in it) is parsed only when another library links against it or asks for a symbol
+    :func:`_unserialize_lazily` did not register. Numba parses it and records all its symbols
+    on every load: 28 ms of the mass-spring workload's 110 ms first launch in a warm process,
+    for kernels that nothing links against."""
+
+    def _parse_shared_bitcode(self) -> None:
+        if self._shared_module is None:
+            self._shared_module = ll.parse_bitcode(self._shared_bitcode)
+            self._codegen._engine._load_defined_symbols(self._shared_module)
+
+    def _get_module_for_linking(self):
+        self._parse_shared_bitcode()
+        return super()._get_module_for_linking()
+
+    def get_pointer_to_function(self, name):
+        if not self._codegen._engine.is_symbol_defined(name):
+            self._parse_shared_bitcode()
+        return super().get_pointer_to_function(name)
+
+
+def _unserialize_lazily(codegen, wrapper: str, state):
+    """``codegen.unserialize_library(state)`` for object code, as Numba does it, but with the
+    bitcode kept unparsed (``_LazilyLinkedLibrary``) and only ``wrapper`` registered as a
+    defined symbol (Numba's execution engine exits the process when asked for an undefined
+    one, so lookups go by the names it knows)."""
+    name, _, (object_code, shared_bitcode) = state
+    library = codegen.create_library(name)
+    library.__class__ = _LazilyLinkedLibrary  # same state, three methods differ
+    library._shared_bitcode = shared_bitcode
+    library.enable_object_caching()
+    library._set_compiled_object(object_code)
+    library._finalize_final_module()
+    codegen._engine._defined_symbols.add(wrapper)
+    return library
+
 
 # The Numba internals LoadOnlyCache relies on; another Numba keeps its own cache.
 _SUPPORTED = all(hasattr(FunctionCache, name) for name in (
     "_load_overload", "_guard_against_spurious_io_errors")) and hasattr(nrt, "rtsys")
+# ... and those its lazy bitcode relies on; without them it loads as Numba does.
+_LAZY_SUPPORTED = (hasattr(FunctionCache, "_index_key") and all(
+    hasattr(JITCodeLibrary, name) for name in (
+        "_get_module_for_linking", "get_pointer_to_function", "_set_compiled_object",
+        "_finalize_final_module", "enable_object_caching")) and all(
+    hasattr(JitEngine, name) for name in ("_load_defined_symbols", "is_symbol_defined")))
 # ... and those initialize_runtime relies on; without them Numba initialises its runtime.
 _RUNTIME_SUPPORTED = (hasattr(nrt, "_nrt") and hasattr(nrt._nrt, "c_helpers")
                       and hasattr(nrtdynmod, "create_nrt_module")
