@@ -17,7 +17,6 @@ This module only reads the IR; it never changes it and never touches arrays.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -94,8 +93,8 @@ def _writes_after_reads(body: list[ir.Stmt], symbols: list[str]):
 
 
 def _fields(node: object):
-    for f in dataclasses.fields(node):
-        value = getattr(node, f.name)
+    for name in ir.field_names(node):
+        value = getattr(node, name)
         if isinstance(value, (list, tuple)):
             yield from value
         else:
@@ -103,9 +102,9 @@ def _fields(node: object):
 
 
 def _blocks_of(s: ir.Stmt) -> list[list[ir.Stmt]]:
-    return [getattr(s, f.name) for f in dataclasses.fields(s)
-            if isinstance(getattr(s, f.name), list)
-            and all(isinstance(x, ir.Stmt) for x in getattr(s, f.name))]
+    return [getattr(s, name) for name in ir.field_names(s)
+            if isinstance(getattr(s, name), list)
+            and all(isinstance(x, ir.Stmt) for x in getattr(s, name))]
 
 
 def _walk(e: object):

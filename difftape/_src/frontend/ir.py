@@ -265,12 +265,25 @@ def walk_expr(e: Expr):
             yield from walk_expr(p)
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def field_names(node: object) -> tuple[str, ...]:
+    """The dataclass field names of an IR node's class (``dataclasses.fields`` builds them
+    anew on every call; the passes that walk the IR ask for them thousands of times)."""
+    cls = node.__class__
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
 def statement_exprs(s: Stmt) -> list[Expr]:
     """The expressions a statement evaluates itself (not those of nested blocks), array-view
     prefixes included."""
     out = []
-    for f in dataclasses.fields(s):
-        value = getattr(s, f.name)
+    for name in field_names(s):
+        value = getattr(s, name)
         values = value if isinstance(value, (list, tuple)) else (value,)
         out.extend(v for v in values if isinstance(v, Expr))
     if isinstance(getattr(s, "array", None), ArrayRef):
