@@ -206,19 +206,25 @@ _CACHED_RUNTIME_SCRIPT = """
 """
 
 
+def _two_processes(tmp_path, script: str, argv=((), ())) -> list:
+    """The JSON printed by ``script`` run in two processes, one after the other, on one pair of
+    empty kernel and Numba cache directories (``argv``: each process's arguments)."""
+    import json
+
+    path = tmp_path / "script.py"
+    path.write_text(textwrap.dedent(script))
+    env = dict(os.environ, DIFFTAPE_CACHE_DIR=str(tmp_path / "cache"),
+               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    return [json.loads(subprocess.run([sys.executable, str(path), *args], env=env,
+                                      capture_output=True, text=True, check=True).stdout)
+            for args in argv]
+
+
 def test_second_process_runs_cached_kernels_without_the_compilers_registries(tmp_path):
     """A process that finds every kernel in the disk cache loads them without Numba's context
     refresh (``backends/cpu_cache.py``); what the cached code needs at run time (math, the
     runtime's array unboxing, exceptions, atomics, FP control) must all still work."""
-    import json
-
-    script = tmp_path / "cached_runtime.py"
-    script.write_text(textwrap.dedent(_CACHED_RUNTIME_SCRIPT))
-    env = dict(os.environ, DIFFTAPE_CACHE_DIR=str(tmp_path / "cache"),
-               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
-    first, second = (json.loads(subprocess.run(
-        [sys.executable, str(script)], env=env, capture_output=True, text=True,
-        check=True).stdout) for _ in range(2))
+    first, second = _two_processes(tmp_path, _CACHED_RUNTIME_SCRIPT)
     assert first["misses"] > 0 and first["refreshed"], "the first process compiles"
     assert second["misses"] == 0 and second["hits"] == first["misses"]
     assert not second["refreshed"] and not second["arrayobj"] and not second["masked"]
@@ -552,18 +558,7 @@ def test_second_process_loads_numbas_runtime_from_the_cache(tmp_path):
     """Numba's runtime module is compiled once and then loaded from the kernel cache
     (``cpu_cache.initialize_runtime``); code loaded from the cache, and code compiled after the
     load, allocates and frees through it."""
-    import json
-
-    script = tmp_path / "runtime_cache.py"
-    script.write_text(textwrap.dedent(_RUNTIME_CACHE_SCRIPT))
-    env = dict(os.environ, DIFFTAPE_CACHE_DIR=str(tmp_path / "cache"),
-               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
-
-    def run(which):
-        return json.loads(subprocess.run([sys.executable, str(script), which], env=env,
-                                          capture_output=True, text=True, check=True).stdout)
-
-    first, second = run("old"), run("new")
+    first, second = _two_processes(tmp_path, _RUNTIME_CACHE_SCRIPT, (["old"], ["new"]))
     assert first[0] == 1 and second[0] == 0
     assert any(f.startswith("numba_runtime_") for f in os.listdir(tmp_path / "cache"))
     x = np.linspace(0.9, 1.1, 6, dtype=np.float32).astype(np.float64)
@@ -625,18 +620,7 @@ def test_cached_code_is_loaded_without_parsing_its_bitcode_until_linked(tmp_path
     """A warm process loads kernels from object code without parsing the bitcode kept for
     linking (``cpu_cache._LazilyLinkedLibrary``); a kernel it compiles still links the helper
     functions it loaded that way, which then parse it."""
-    import json
-
-    script = tmp_path / "lazy_bitcode.py"
-    script.write_text(textwrap.dedent(_LAZY_BITCODE_SCRIPT))
-    env = dict(os.environ, DIFFTAPE_CACHE_DIR=str(tmp_path / "cache"),
-               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
-
-    def run(which):
-        return json.loads(subprocess.run([sys.executable, str(script), which], env=env,
-                                          capture_output=True, text=True, check=True).stdout)
-
-    first, second = run("old"), run("new")
+    first, second = _two_processes(tmp_path, _LAZY_BITCODE_SCRIPT, (["old"], ["new"]))
     assert first["waves_lazy"] == [False, False]  # compiled: Numba's own libraries
     assert second["waves_lazy"] == [True, True]  # loaded, bitcode never parsed
     assert "sqrt" in second["linked"] and "sin" in second["linked"]
