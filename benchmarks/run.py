@@ -430,9 +430,17 @@ def evaluate_targets(results: dict) -> list[tuple[str, str, str]]:
                          _yes(frac >= 0.6)))
         im = impls(f"launch_overhead@{threads}")
         if im:
+            # The target: a launch's whole cost, recorded and then replayed; each part below.
+            warp, ours = im.get("warp") or {}, im.get("difftape") or {}
+            keys = ("fwd_ms", "bwd_ms")
+            r = (sum(warp[k] for k in keys) / sum(ours[k] for k in keys)
+                 if all(k in warp and k in ours for k in keys) else None)
+            rows.append((f"5 launch, {threads} thr: per-launch cost (record + replay) ≥ 3× "
+                         f"lower than warp-lang", _fmt_ratio(r) + "×",
+                         _yes(None if r is None else r >= 3.0)))
             for k, what in (("fwd_ms", "recorded launch"), ("bwd_ms", "backward replay")):
                 r = _ratio(im.get("warp"), im.get("difftape"), k)
-                rows.append((f"5 launch, {threads} thr: per-{what} cost ≥ 3× lower than warp-lang",
+                rows.append((f"5 launch, {threads} thr: per-{what} cost alone ≥ 3× lower",
                              _fmt_ratio(r) + "×", _yes(None if r is None else r >= 3.0)))
     for key, res in results.get("cache", {}).items():
         wl, impl = key.split("@", 1)
