@@ -52,7 +52,7 @@ class LoadOnlyCache(FunctionCache):
             return self._load_overload(sig, target_context)
 
     def _load_overload(self, sig, target_context):
-        if not _LAZY_SUPPORTED:
+        if not _LAZY_SUPPORTED or not getattr(self, "_enabled", True):
             return super()._load_overload(sig, target_context)
         codegen = target_context.codegen()
         data = self._cache_file.load(self._index_key(sig, codegen))
@@ -102,6 +102,8 @@ def _unserialize_lazily(codegen, wrapper: str, state):
     one, so lookups go by the names it knows)."""
     name, _, (object_code, shared_bitcode) = state
     library = codegen.create_library(name)
+    if type(library) is not JITCodeLibrary:  # another Numba's library: load as it does
+        return type(codegen).unserialize_library(codegen, state)
     library.__class__ = _LazilyLinkedLibrary  # same state, three methods differ
     library._shared_bitcode = shared_bitcode
     library.enable_object_caching()
