@@ -191,3 +191,57 @@ def test_launch_plan_marks_a_struct_with_a_strided_array_field_not_plain():
     assert plain
     wp.launch(total, 4, inputs=[b, out])
     np.testing.assert_array_equal(out.numpy(), np.ones(4))
+
+
+def _read_only(values) -> wp.array:
+    data = np.array(values, dtype=np.float32)
+    data.flags.writeable = False
+    return wp.array(data, dtype=float, copy=False)
+
+
+@wp.kernel
+def _copy(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = x[i]
+
+
+@wp.kernel
+def _total(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_add(y, 0, x[i])
+
+
+@pytest.mark.parametrize("kernel", [_copy, _total], ids=["store", "atomic"])
+def test_writing_read_only_memory_is_a_launch_error(kernel):
+    with pytest.raises(wp.LaunchValueError, match=rf"launch\({kernel.key}\): the argument 'y' "
+                       r"\(position 1\) wraps read-only numpy memory.*the kernel writes it"):
+        wp.launch(kernel, 4, inputs=[wp.ones(4, dtype=float), _read_only(np.zeros(4))])
+
+
+def test_an_adjoint_into_read_only_memory_is_a_launch_error_a_read_only_seed_is_not():
+    x = wp.array(np.arange(4, dtype=np.float32), dtype=float)
+    y = wp.zeros(4, dtype=float)
+    with pytest.raises(wp.LaunchValueError, match=r"the adjoint of argument 'x' \(position 0\) "
+                       r"wraps read-only numpy memory.*adjoint adds into it"):
+        wp.launch(_copy, 4, inputs=[x], outputs=[y], adj_inputs=[_read_only(np.zeros(4))],
+                  adj_outputs=[wp.ones(4, dtype=float)], adjoint=True)
+    adj_x = wp.zeros(4, dtype=float)
+    wp.launch(_copy, 4, inputs=[x], outputs=[y], adj_inputs=[adj_x],
+              adj_outputs=[_read_only([1.0, 2.0, 3.0, 4.0])], adjoint=True)
+    np.testing.assert_array_equal(adj_x.numpy(), [1.0, 2.0, 3.0, 4.0])
+
+
+def test_writing_a_read_only_struct_field_is_a_launch_error():
+    @wp.kernel
+    def weigh(b: Body):
+        i = wp.tid()
+        b.mass[i] = b.scale
+
+    b = Body()
+    b.pos, b.mass = wp.zeros(4, dtype=wp.vec3), _read_only(np.ones(4))
+    b.scale, b.steps, b.on = 2.0, 0, False
+    with pytest.raises(wp.LaunchValueError, match=r"launch\(weigh.*'b\.mass'.*read-only"):
+        wp.launch(weigh, 4, inputs=[b])
+    b.mass = wp.ones(4, dtype=float)
+    wp.launch(weigh, 4, inputs=[b])
+    np.testing.assert_array_equal(b.mass.numpy(), [2.0] * 4)

@@ -79,6 +79,14 @@ def _array_arg(kernel: Kernel, param, position: int, value, what: str = "argumen
     return data
 
 
+def _read_only_error(kernel: Kernel, param, position: int, what: str = "argument",
+                     writer: str = "the kernel writes") -> LaunchValueError:
+    return LaunchValueError(f"launch({kernel.key}): the {what} '{param.name}' (position "
+                            f"{position}) wraps read-only numpy memory (flags.writeable is "
+                            f"False), but {writer} it; pass a writeable array (wp.array(data) "
+                            f"copies the data)")
+
+
 def _scalar_arg(kernel: Kernel, param, position: int, value):
     t = staging_dtype(param.dtype)
     ok = (isinstance(value, (bool, np.bool_)) if t is dtypes.bool_ else
@@ -180,7 +188,10 @@ def _struct_arg(kernel: Kernel, param, position: int, value) -> tuple[list, bool
                 packed.append(_empty_like_param(leaf))
             else:
                 data = _array_arg(kernel, leaf, position, field)
-                plain = plain and data is field._plain_data
+                if data is not field._plain_data:
+                    plain = False
+                    if leaf.symbol in kernel.ir.written_arrays and not data.flags.writeable:
+                        raise _read_only_error(kernel, leaf, position)
                 packed.append(data)
         else:
             if "[" in leaf.name:
@@ -250,7 +261,10 @@ def pack_arguments(kernel: Kernel, args: list, plan: LaunchPlan | None = None
                 if data is not None and data.ndim == storage_ndim:
                     append(data)
                     continue
-            append(_array_arg(kernel, plan.params[k], k, value))  # or raises the error
+            data = _array_arg(kernel, plan.params[k], k, value)  # or raises the error
+            if k in plan.written and not data.flags.writeable:
+                raise _read_only_error(kernel, plan.params[k], k)
+            append(data)
             plain = False
         elif kind == "float":  # Python floats: fast to dispatch; kernels cast float32 ones
             if cls is float:
@@ -315,6 +329,10 @@ def pack_adjoints(kernel: Kernel, args: list, adj_args: list,
                     grad._mark_written()
                     continue
         buffer, flag, consumed = _adjoint_slot(kernel, plan, k, path, leaf, value, adj, staged)
+        if flag and not buffer.flags.writeable and (
+                consumed or leaf.symbol in kernel.ir.read_arrays):  # the adjoint writes it
+            raise _read_only_error(kernel, leaf, k, "adjoint of argument",
+                                   "the kernel's adjoint adds into")
         if flag and plain:  # a stand-in for a missing adjoint is plain (_empty_like_param)
             plain = _plain(buffer, plan.flat_storage_ndims[j])
         buffers.append(buffer)
