@@ -1,4 +1,5 @@
-"""What ``import difftape`` does to Python's cyclic garbage collector.
+"""What ``import difftape`` does around itself: pause and freeze Python's cyclic garbage
+collector, and reuse the compiled code of its dataclasses' methods (``dataclass_code.py``).
 
 Importing difftape imports Numba, LLVM's bindings and difftape's own tables: some 90,000
 objects the collector tracks, which live as long as the process. While they are created, the
@@ -15,22 +16,28 @@ from __future__ import annotations
 
 import gc
 
+from . import dataclass_code
+
 # Whether the collector was enabled when an import of difftape began; None outside one. An
 # import that fails leaves this set (and the collector paused), so the next attempt restores it.
 _enabled_before: bool | None = None
 
 
 def begin_import() -> None:
-    """Pause the collector (the first thing ``difftape/__init__.py`` does)."""
+    """Pause the collector and route dataclasses' ``exec`` through the kept code (the first
+    thing ``difftape/__init__.py`` does)."""
     global _enabled_before
     if _enabled_before is None:
         _enabled_before = gc.isenabled()
     gc.disable()
+    dataclass_code.begin()
 
 
 def end_import() -> None:
-    """Freeze what the import created and restore the collector's enabled state."""
+    """Restore dataclasses' ``exec``, freeze what the import created and restore the
+    collector's enabled state."""
     global _enabled_before
+    dataclass_code.end()
     gc.freeze()
     if _enabled_before:
         gc.enable()

@@ -13,13 +13,13 @@ import importlib.util
 import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass, field
 
 import numba
 import numpy as np
 
 from .. import dtypes
+from ..cache_files import cache_dir, write_atomically
 from ..codegen import naming
 from ..codegen.activity import analyze, scatter_sites
 from ..codegen.adjoint import AdjointWriter
@@ -730,13 +730,9 @@ def load_module(kernel_name: str, source: str):
     module_name = f"difftape_gen_{kernel_name}_{key}"
     if module_name in sys.modules:
         return sys.modules[module_name], sys.modules[module_name].__file__
-    directory = cpu_cache.cache_dir()
-    path = os.path.join(directory, module_name + ".py")
+    path = os.path.join(cache_dir(), module_name + ".py")
     if not os.path.exists(path):
-        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(source)
-        os.replace(tmp, path)
+        write_atomically(path, source.encode())
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module

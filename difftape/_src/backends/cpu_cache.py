@@ -26,7 +26,6 @@ import functools
 import hashlib
 import os
 import pickle
-import tempfile
 
 import llvmlite
 import numba
@@ -39,7 +38,7 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.funcdesc import FunctionDescriptor
 from numba.core.runtime import nrt, nrtdynmod
 
-from .. import config
+from ..cache_files import cache_dir, write_atomically
 
 
 class LoadOnlyCache(FunctionCache):
@@ -128,13 +127,6 @@ _RUNTIME_SUPPORTED = (hasattr(nrt, "_nrt") and hasattr(nrt._nrt, "c_helpers")
                       and hasattr(nrt.rtsys, "_init") and hasattr(type(nrt.rtsys), "library"))
 
 
-def cache_dir() -> str:
-    """The directory of generated modules and the runtime's object code (created on use)."""
-    path = os.path.expanduser(config.cache_dir)
-    os.makedirs(path, exist_ok=True)
-    return path
-
-
 def initialize_runtime(target_context) -> None:
     """Initialise Numba's runtime as ``nrt.rtsys.initialize`` does, but load its compiled
     functions from this machine's cache when an earlier process has written them."""
@@ -177,10 +169,7 @@ def _runtime_library(target_context):
     library.finalize()
     if path is not None:
         try:
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-            with os.fdopen(fd, "wb") as f:
-                pickle.dump(library.serialize_using_object_code(), f)
-            os.replace(tmp, path)
+            write_atomically(path, pickle.dumps(library.serialize_using_object_code()))
         except OSError:  # a read-only cache: compile again next time
             pass
     return library
