@@ -2,7 +2,7 @@
 
 Kernels are parsed from Python, compiled with Numba to a forward and an adjoint kernel, recorded
 on a Tape, and differentiated exactly with ``tape.backward()``. This file only re-exports (with the
-collector paused: ``_src/startup.py``).
+collector paused and its dataclasses' compiled code reused: ``_src/startup.py``).
 """
 
 from difftape._src import startup as _startup

@@ -24,6 +24,7 @@ from difftape._src.array_storage import (
     contiguous_strides,
     flat_storage,
     inner_ndim,
+    is_plain,
     resolve_dtype,
     storage_from_data,
     storage_from_pointer,
@@ -139,11 +140,7 @@ class array:
     def _set_storage(self, storage: np.ndarray, dtype: type, device: Device) -> None:
         ndim = storage.ndim - inner_ndim(dtype)
         self._data = storage
-        flags = storage.flags
-        # Storage that compiled code may be handed without Numba's per-call argument typing
-        # (launch.py): C-contiguous, aligned and writeable when wrapped.
-        self._plain_data = storage if (flags.c_contiguous and flags.aligned and
-                                       flags.writeable) else None
+        self._plain_data = storage if is_plain(storage) else None  # as wrapped (launch.py)
         self.dtype = dtype
         self.ndim = ndim
         self.shape = tuple(storage.shape[:ndim])

@@ -37,6 +37,13 @@ def inner_ndim(dtype: type) -> int:
     return len(storage_shape((), dtype))
 
 
+def is_plain(storage: np.ndarray) -> bool:
+    """Whether compiled code may be handed ``storage`` without Numba's per-call argument
+    typing (``backends/cpu_entry.py``): C-contiguous, aligned and writeable."""
+    flags = storage.flags
+    return flags.c_contiguous and flags.aligned and flags.writeable
+
+
 def type_size(dtype: type) -> int:
     """Bytes per array element (Warp's ``type_size_in_bytes``)."""
     return dtypes.numpy_dtype(dtype).itemsize * math.prod(storage_shape((), dtype))

@@ -16,7 +16,7 @@ import numpy as np
 from . import chunks, config, dtypes, overwrite, read_flags
 from . import tape as tape_module
 from .array import array
-from .array_storage import inner_ndim
+from .array_storage import inner_ndim, is_plain
 from .backends import cpu, cpu_entry, cpu_runtime
 from .backends.cpu import staging_dtype
 from .device import get_device
@@ -150,13 +150,6 @@ class LaunchPlan:
 def _storage_ndim(p) -> int:
     """The numpy dimensions of an array parameter's storage (its element's shape included)."""
     return p.ndim + inner_ndim(p.dtype) if p.is_array else 0
-
-
-def _plain(data: np.ndarray, ndim: int) -> bool:
-    """Whether compiled code may take ``data`` without Numba's argument typing, as it takes
-    ``array._plain_data`` (the launcher's slow paths, where the storage is not at hand)."""
-    flags = data.flags
-    return data.ndim == ndim and flags.c_contiguous and flags.aligned and flags.writeable
 
 
 def _slot_kind(p) -> str:
@@ -334,7 +327,7 @@ def pack_adjoints(kernel: Kernel, args: list, adj_args: list,
             raise _read_only_error(kernel, leaf, k, "adjoint of argument",
                                    "the kernel's adjoint adds into")
         if flag and plain:  # a stand-in for a missing adjoint is plain (_empty_like_param)
-            plain = _plain(buffer, plan.flat_storage_ndims[j])
+            plain = buffer.ndim == plan.flat_storage_ndims[j] and is_plain(buffer)
         buffers.append(buffer)
         has.append(flag)
         consume.append(consumed)
