@@ -35,7 +35,7 @@ from ..codegen.structure import structure
 from ..errors import InternalError
 from ..frontend import ir
 from ..version import __version__ as _difftape_version
-from . import cpu_cache
+from . import cpu_cache, cpu_llvm
 from .cpu_runtime import FLUSH_DENORMALS
 from .cpu_symbols import runtime_stamp
 
@@ -112,6 +112,7 @@ def _register_noalias_option() -> str | None:
 
 
 NOALIAS_OPTION = _register_noalias_option()
+cpu_llvm.apply()
 
 
 def _thread_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, stacks: list[str],
@@ -725,8 +726,8 @@ _FLAG_NAME = re.compile(r"\b(?:%s|%s)\w+" % (re.escape(naming.has_adjoint_flag("
 
 def load_module(kernel_name: str, source: str):
     """Write ``source`` to a content-hashed file (once, atomically) and import it."""
-    key = hashlib.sha256((source + _difftape_version + numba.__version__ +
-                          runtime_stamp()).encode()).hexdigest()[:20]
+    key = hashlib.sha256((source + _difftape_version + numba.__version__ + runtime_stamp() +
+                          cpu_llvm.stamp()).encode()).hexdigest()[:20]
     module_name = f"difftape_gen_{kernel_name}_{key}"
     if module_name in sys.modules:
         return sys.modules[module_name], sys.modules[module_name].__file__
