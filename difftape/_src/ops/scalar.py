@@ -215,9 +215,12 @@ def rint(x):
     t = math.copysign(float(int(x)), x)
     f = t - 1.0 if t > x else t  # floor(x)
     d = x - f
-    if d > 0.5 or (d == 0.5 and math.fabs(f) % 2.0 == 1.0):
-        f += 1.0
-    return math.copysign(f, x)  # keeps -0.0 for -0.5 <= x <= -0.0
+    half = f * 0.5  # f is odd when half is no integer
+    # Up when past the half, or on it from an odd f. With | and & rather than or/and, LLVM
+    # computes every part and vectorizes; short-circuit branches (and an fmod parity test)
+    # kept the loop scalar and branching on every element, 7x slower than warp-lang's rint.
+    up = (d > 0.5) | ((d == 0.5) & (float(int(half)) != half))
+    return math.copysign(f + 1.0 if up else f, x)  # keeps -0.0 for -0.5 <= x <= -0.0
 
 
 @builtin(group="Scalar Math", inputs={"x": Float}, output=Float,
