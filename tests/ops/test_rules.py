@@ -20,6 +20,8 @@ import pytest
 
 import difftape._src.ops  # noqa: F401 - registers every builtin
 from difftape._src import dtypes
+from difftape._src.backends import cpu_symbols
+from difftape._src.codegen import naming
 from difftape._src.ops import registry
 from difftape._src.ops.registry import Builtin, Float, Overload, TypeVar
 
@@ -514,6 +516,26 @@ def test_compiles_with_numba(record):
             assert len(got_adj) == len(want_adj)
             for g, w in zip(got_adj, want_adj):
                 assert (g is None) == (w is None) and close(g, w, single), (types, point, g, w)
+        for types in compile_instantiations(ov):
+            if not all(t is dtypes.float32 for t in types if dtypes.is_float(t)) or \
+                    not any(dtypes.is_float(t) for t in types):
+                continue
+            # the copy kernels call where every float is float32 (cpu_symbols._float32_copy)
+            point = draw_point(record, instantiate(ov), rng)
+            typed = tuple(dtypes.numpy_dtype(t).type(x) for t, x in zip(types, point))
+            as_python = tuple(x.item() for x in typed)
+            want = record.forward(*as_python)
+            symbol = record.symbol + naming.FLOAT32_SUFFIX
+            got = getattr(cpu_symbols, symbol)(*typed)
+            assert close(got, want, True), ("float32 copy", types, point, got, want)
+            if adjoint is None:
+                continue
+            out_type = dtypes.numpy_dtype(record.resolve(types)).type
+            want_adj = record.adjoint(*as_python, want, 0.75)
+            got_adj = getattr(cpu_symbols, "adj_" + symbol)(*typed, out_type(got), out_type(0.75))
+            for g, w in zip(got_adj, want_adj):
+                assert (g is None) == (w is None) and close(g, w, True), \
+                    ("float32 copy", types, point, g, w)
 
 
 # Edge values where Python and Numba could part ways (IEEE, C integer semantics, NaN tests). Each

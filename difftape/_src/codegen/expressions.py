@@ -229,8 +229,9 @@ class ExprCoder:
             return cast(f"{args[0]} {_INLINE_INT[key]} {args[1]}", t)
         if key == "where" and t is not dtypes.bool_:
             return cast(f"{args[1]} if {args[0]} else {args[2]}", t)
-        self.symbols.add(record.symbol)
-        text = f"{record.symbol}({', '.join(args)})"
+        symbol = naming.runtime_symbol(call)
+        self.symbols.add(symbol)
+        text = f"{symbol}({', '.join(args)})"
         return text if t is dtypes.bool_ else cast(text, t)
 
     # ------------------------------------------------------------ forward with temporaries
@@ -302,11 +303,12 @@ class ExprCoder:
             return
         args = [self.value_of(a, out, temps) for a in call.args]
         result = self.value_of(call, out, temps)
-        self.symbols.add(record.symbol)
-        self.rules.add(record.symbol)
+        symbol = naming.runtime_symbol(call)
+        self.symbols.add(symbol)
+        self.rules.add(symbol)
         rule = self.new_temp(call.type)
         self.declared[rule] = tuple  # a tuple of contributions; declared on first assignment
-        out.line(f"{rule} = adj_{record.symbol}({', '.join(args)}, {result}, {g})")
+        out.line(f"{rule} = adj_{symbol}({', '.join(args)}, {result}, {g})")
         for k in wanted:
             arg = call.args[k]
             if isinstance(arg, ir.Var):

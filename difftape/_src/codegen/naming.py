@@ -6,6 +6,8 @@ User names are kept (``x``, adjoint ``adj_x``); temporaries are ``var_<n>`` with
 
 from __future__ import annotations
 
+from .. import dtypes
+
 # Names the generated module binds at top level or uses for its own bookkeeping.
 RESERVED = frozenset({
     "np", "numba", "njit", "range", "len", "print", "min", "max", "abs", "math",
@@ -18,6 +20,19 @@ RESERVED = frozenset({
 _GENERATED_PREFIXES = ("var_", "adj_", "wp_", "cond_", "trip_", "start_", "step_", "stop_",
                        "flag_", "tmp_", "acc_", "priv_", "has_", "consume_", "ret_", "atomic_",
                        "snap_", "rt_", "rep_")
+
+
+# Ends the name of a builtin's float32 copy (``wp_asin_f32``; backends/cpu_symbols.py).
+FLOAT32_SUFFIX = "_f32"
+
+
+def runtime_symbol(call) -> str:
+    """The name generated code calls builtin ``call`` by (an ``ir.Call``; its derivative rule is
+    ``adj_`` + that name): the float32 copy when every float it takes or returns is float32."""
+    floats = [t for t in (call.type, *(a.type for a in call.args)) if dtypes.is_float(t)]
+    if floats and all(t is dtypes.float32 for t in floats):
+        return call.builtin.symbol + FLOAT32_SUFFIX
+    return call.builtin.symbol
 
 
 def local_name(user_name: str, scope_suffix: str = "") -> str:
