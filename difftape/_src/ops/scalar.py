@@ -210,15 +210,18 @@ def round(x):  # noqa: A001 - Warp's name
          differentiable=False, reason=_PIECEWISE_CONSTANT, reference=np.rint)
 def rint(x):
     """Return the integer nearest to ``x``, rounding halfway cases to even (C ``rint``)."""
+    return nearest_even(x)
+
+
+def nearest_even(x):
+    """C's ``rint`` of a float. Compiled CPU code uses the rounding instruction instead
+    (``backends/cpu_math.py``)."""
     if not math.fabs(x) < _TWO_52:
         return x
     t = math.copysign(float(int(x)), x)
     f = t - 1.0 if t > x else t  # floor(x)
     d = x - f
     half = f * 0.5  # f is odd when half is no integer
-    # Up when past the half, or on it from an odd f. With | and & rather than or/and, LLVM
-    # computes every part and vectorizes; short-circuit branches (and an fmod parity test)
-    # kept the loop scalar and branching on every element, 7x slower than warp-lang's rint.
     up = (d > 0.5) | ((d == 0.5) & (float(int(half)) != half))
     return math.copysign(f + 1.0 if up else f, x)  # keeps -0.0 for -0.5 <= x <= -0.0
 
