@@ -169,29 +169,21 @@ def nonzero_int(x):
          differentiable=False, reason=_PIECEWISE_CONSTANT, reference=np.trunc)
 def trunc(x):
     """Return the nearest integer to ``x`` whose magnitude is not greater than ``x``'s."""
-    if not math.fabs(x) < _TWO_52:
-        return x
-    return math.copysign(float(int(x)), x)
+    return toward_zero(x)
 
 
 @builtin(group="Scalar Math", inputs={"x": Float}, output=Float,
          differentiable=False, reason=_PIECEWISE_CONSTANT, reference=np.floor)
 def floor(x):
     """Return the largest integer that is less than or equal to ``x``."""
-    if not math.fabs(x) < _TWO_52:
-        return x
-    t = math.copysign(float(int(x)), x)
-    return t - 1.0 if t > x else t
+    return toward_negative(x)
 
 
 @builtin(group="Scalar Math", inputs={"x": Float}, output=Float,
          differentiable=False, reason=_PIECEWISE_CONSTANT, reference=np.ceil)
 def ceil(x):
     """Return the smallest integer that is greater than or equal to ``x``."""
-    if not math.fabs(x) < _TWO_52:
-        return x
-    t = math.copysign(float(int(x)), x)
-    return t + 1.0 if t < x else t
+    return toward_positive(x)
 
 
 @builtin(group="Scalar Math", inputs={"x": Float}, output=Float,
@@ -213,9 +205,31 @@ def rint(x):
     return nearest_even(x)
 
 
+# C's trunc, floor, ceil and rint of a float, in plain Python. Compiled CPU code uses the
+# rounding instruction instead (``backends/cpu_math.py``).
+
+
+def toward_zero(x):
+    if not math.fabs(x) < _TWO_52:
+        return x
+    return math.copysign(float(int(x)), x)
+
+
+def toward_negative(x):
+    if not math.fabs(x) < _TWO_52:
+        return x
+    t = math.copysign(float(int(x)), x)
+    return t - 1.0 if t > x else t
+
+
+def toward_positive(x):
+    if not math.fabs(x) < _TWO_52:
+        return x
+    t = math.copysign(float(int(x)), x)
+    return t + 1.0 if t < x else t
+
+
 def nearest_even(x):
-    """C's ``rint`` of a float. Compiled CPU code uses the rounding instruction instead
-    (``backends/cpu_math.py``)."""
     if not math.fabs(x) < _TWO_52:
         return x
     t = math.copysign(float(int(x)), x)
@@ -231,9 +245,7 @@ def nearest_even(x):
                                       "although the true derivative is 1 (SPEC §5.5 item 7)")
 def frac(x):
     """Return the fractional part of ``x``: ``x - trunc(x)``."""
-    if not math.fabs(x) < _TWO_52:
-        return x - x  # 0 for large x, NaN for inf and NaN
-    return x - math.copysign(float(int(x)), x)
+    return x - toward_zero(x)  # 0 for large x, NaN for inf and NaN
 
 
 # --- Roots, exponentials and logarithms -----------------------------------------------------------
