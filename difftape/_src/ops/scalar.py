@@ -190,12 +190,8 @@ def ceil(x):
          differentiable=False, reason=_PIECEWISE_CONSTANT)
 def round(x):  # noqa: A001 - Warp's name
     """Return the integer nearest to ``x``, rounding halfway cases away from zero (C ``round``)."""
-    if not math.fabs(x) < _TWO_52:
-        return x
-    t = math.copysign(float(int(x)), x)
-    if math.fabs(x - t) >= 0.5:
-        t += math.copysign(1.0, x)
-    return t
+    t = toward_zero(x)  # large x, inf and NaN: x - t is 0 or NaN, and t is kept
+    return t + math.copysign(1.0, x) if math.fabs(x - t) >= 0.5 else t
 
 
 @builtin(group="Scalar Math", inputs={"x": Float}, output=Float,
