@@ -226,14 +226,11 @@ def toward_positive(x):
 
 
 def nearest_even(x):
-    if not math.fabs(x) < _TWO_52:
-        return x
-    t = math.copysign(float(int(x)), x)
-    f = t - 1.0 if t > x else t  # floor(x)
+    f = toward_negative(x)  # large x, inf and NaN: d is 0 or NaN, and f is kept
     d = x - f
-    half = f * 0.5  # f is odd when half is no integer
-    up = (d > 0.5) | ((d == 0.5) & (float(int(half)) != half))
-    return math.copysign(f + 1.0 if up else f, x)  # keeps -0.0 for -0.5 <= x <= -0.0
+    if d > 0.5 or (d == 0.5 and math.fabs(f) % 2.0 == 1.0):
+        f += 1.0
+    return math.copysign(f, x)  # keeps -0.0 for -0.5 <= x <= -0.0
 
 
 @builtin(group="Scalar Math", inputs={"x": Float}, output=Float,
