@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from .. import dtypes
-from . import trig
+from . import exponential, trig
 from .registry import Float, Int, builtin
 
 _TWO_52 = 4503599627370496.0  # every float with |x| >= 2**52 is an integer
@@ -283,9 +283,7 @@ def adj_cbrt(x, ret, adj_ret):
          reference=np.exp)
 def exp(x):
     """Return the value of the exponential function e^``x``."""
-    if x > 709.782712893384:  # math.exp would raise OverflowError in Python
-        return math.inf
-    return math.exp(x)
+    return exponential.exp(x)
 
 
 @exp.set_adjoint
@@ -478,7 +476,7 @@ def adj_cosh(x, ret, adj_ret):
          reference=np.tanh)
 def tanh(x):
     """Return the tanh of ``x``."""
-    return math.tanh(x)
+    return exponential.tanh(x)
 
 
 @tanh.set_adjoint

@@ -1,0 +1,99 @@
+"""Float32 exp and tanh for generated CPU code, with no branches and no calls, so that LLVM
+vectorizes the loops that use them (``cpu_trig.py`` does the same for sin and cos).
+
+The float32 argument is widened to double and clamped to [-200, 200], beyond which every float32
+result is 0, 1 or inf anyway. ``t = n ln2 + r`` with ``n = rint(t / ln2)`` and ``|r| <= ln2/2``;
+``n`` is read from the low bits of ``t / ln2 + 1.5 * 2**52`` (no float-to-integer conversion), and
+``2**n`` is built from its exponent bits. ``e**r - 1`` is a degree-10 Taylor polynomial (error
+below 2**-42), so ``e**t = 2**n (1 + q)`` and ``e**t - 1 = 2**n q + (2**n - 1)``, the latter
+exact where it matters (``n = 0``). The float32 results are correctly rounded but within ~2**-40
+of a rounding midpoint (tests/ops/test_cpu_exp.py measures max 0.5 ulp). NaN propagates through
+every step; ``tanh(-0) = -0``.
+
+1M float32 on one core, in a loop: exp 1.74 ms against libm's 2.86 (a copy takes 0.45).
+float64 arguments keep libm's ``exp``/``tanh``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from llvmlite import ir
+from numba import float32, float64, njit, types
+from numba.extending import intrinsic, overload
+
+from ..ops import exponential
+
+_LOG2_E = 1.0 / math.log(2.0)
+_LN_2 = math.log(2.0)
+_ROUNDING_SHIFT = 1.5 * 2.0**52  # adding it rounds |y| < 2**51 to an integer, kept in the low bits
+_EXPM1 = tuple(1.0 / math.factorial(k) for k in range(1, 11))  # r, r^2/2 ... r^10/10!
+
+
+@intrinsic
+def _float64_bits(typingctx, x):
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _bits_float64(typingctx, bits):
+    if bits != types.int64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(types.int64), codegen
+
+
+@njit(cache=True)
+def _exp_parts(t):
+    """``(scale, q)`` with ``e**t = scale * (1 + q)``, ``scale`` a power of two; ``|t| <= 200``."""
+    shifted = t * _LOG2_E + _ROUNDING_SHIFT
+    n = shifted - _ROUNDING_SHIFT
+    r = t - n * _LN_2  # |n| <= 289: n * ln2 carries an error below 2**-44
+    c = _EXPM1
+    q = r * (c[0] + r * (c[1] + r * (c[2] + r * (c[3] + r * (c[4] + r * (c[5] + r * (
+        c[6] + r * (c[7] + r * (c[8] + r * c[9])))))))))
+    scale = _bits_float64((_float64_bits(shifted) + 1023) << 52)  # low bits of shifted hold n
+    return scale, q
+
+
+@njit(cache=True)
+def _clamped(x):
+    return min(max(float64(x), -200.0), 200.0)
+
+
+@njit(cache=True)
+def exp32(x):
+    """e**x of a float32, correctly rounded but for rare near-ties (see the module docstring)."""
+    scale, q = _exp_parts(_clamped(x))
+    return float32(scale + scale * q)
+
+
+@njit(cache=True)
+def tanh32(x):
+    """tanh of a float32 as ``m / (m + 2)`` with ``m = e**(2|x|) - 1``, sign restored."""
+    scale, q = _exp_parts(_clamped(abs(x) * float32(2.0)))
+    m = scale * q + (scale - 1.0)
+    return float32(math.copysign(m / (m + 2.0), float64(x)))
+
+
+@overload(exponential.exp)
+def _exp(x):
+    if x == types.float32:
+        return lambda x: exp32(x)
+    return lambda x: math.exp(x)
+
+
+@overload(exponential.tanh)
+def _tanh(x):
+    if x == types.float32:
+        return lambda x: tanh32(x)
+    return lambda x: math.tanh(x)
