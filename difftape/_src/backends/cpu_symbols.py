@@ -23,7 +23,7 @@ from numba import njit
 from ..codegen import naming
 from ..ops import registry
 from ..version import __version__ as _difftape_version
-from . import cpu_exp  # noqa: F401 - compiles the rules' exponential.exp/tanh (float32: vectorizable)
+from . import cpu_exp  # noqa: F401 - compiles the rules' exp/sinh/cosh/tanh (float32: vectorizable)
 from . import cpu_math  # noqa: F401 - compiles the rules' rounding helpers to instructions
 from . import cpu_trig  # noqa: F401 - compiles the rules' trig.sin/cos (float32: vectorizable)
 

@@ -452,24 +452,24 @@ def adj_atan2(y, x, ret, adj_ret):
          reference=np.sinh)
 def sinh(x):
     """Return the sinh of ``x``."""
-    return math.sinh(x)
+    return exponential.sinh(x)
 
 
 @sinh.set_adjoint
 def adj_sinh(x, ret, adj_ret):
-    return (math.cosh(x) * adj_ret,)
+    return (exponential.cosh(x) * adj_ret,)
 
 
 @builtin(group="Scalar Math", inputs={"x": Float}, output=Float, sample={"x": (-3.0, 3.0)},
          reference=np.cosh)
 def cosh(x):
     """Return the cosh of ``x``."""
-    return math.cosh(x)
+    return exponential.cosh(x)
 
 
 @cosh.set_adjoint
 def adj_cosh(x, ret, adj_ret):
-    return (math.sinh(x) * adj_ret,)
+    return (exponential.sinh(x) * adj_ret,)
 
 
 @builtin(group="Scalar Math", inputs={"x": Float}, output=Float, sample={"x": (-3.0, 3.0)},
