@@ -1,5 +1,6 @@
-"""Float32 exp, sinh, cosh and tanh of the CPU backend (``backends/cpu_exp.py``): correctly rounded over the
-float32 range, IEEE special values, the same in kernels as in Python scope, and vectorized."""
+"""Float32 exp, sinh, cosh and tanh of the CPU backend (``backends/cpu_exp.py``): correctly
+rounded over the float32 range, IEEE special values, the same in kernels as in Python scope, and
+vectorized."""
 
 import math
 import re
@@ -15,31 +16,17 @@ from difftape._src.ops import exponential
 from tests.fresh_process import IR_OF, run_fresh
 
 
-@njit(cache=False)
-def _exps(x, out):
-    for i in range(x.shape[0]):
-        out[i] = exp32(x[i])
+def _loop(function):
+    @njit(cache=False)
+    def loop(x, out):
+        for i in range(x.shape[0]):
+            out[i] = function(x[i])
+
+    return loop
 
 
-@njit(cache=False)
-def _sinhs(x, out):
-    for i in range(x.shape[0]):
-        out[i] = sinh32(x[i])
-
-
-@njit(cache=False)
-def _coshs(x, out):
-    for i in range(x.shape[0]):
-        out[i] = cosh32(x[i])
-
-
-@njit(cache=False)
-def _tanhs(x, out):
-    for i in range(x.shape[0]):
-        out[i] = tanh32(x[i])
-
-
-_COMPILED = {"exp": _exps, "sinh": _sinhs, "cosh": _coshs, "tanh": _tanhs}
+_COMPILED = {"exp": _loop(exp32), "sinh": _loop(sinh32), "cosh": _loop(cosh32),
+             "tanh": _loop(tanh32)}
 
 
 def _sample() -> np.ndarray:
@@ -81,8 +68,8 @@ def test_special_values():
     x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 88.72283, 88.72284, -103.97208,
                   -103.98, 1e-45, -1e-45, 3.4028235e38, -3.4028235e38], np.float32)
     e, s, c, t = (np.empty_like(x) for _ in range(4))
-    for compiled, out in ((_exps, e), (_sinhs, s), (_coshs, c), (_tanhs, t)):
-        compiled(x, out)
+    for name, out in (("exp", e), ("sinh", s), ("cosh", c), ("tanh", t)):
+        _COMPILED[name](x, out)
     with np.errstate(over="ignore"):
         for got, reference in ((e, np.exp), (s, np.sinh), (c, np.cosh), (t, np.tanh)):
             np.testing.assert_array_equal(got, reference(x.astype(np.float64)).astype(np.float32))
