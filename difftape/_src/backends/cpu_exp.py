@@ -69,44 +69,43 @@ def _exp_parts(t):
 
 
 @njit(cache=True, error_model="numpy")
-def _clamped(x):
-    return min(max(float64(x), -200.0), 200.0)
+def _exp(t):
+    """e**t in double for a double ``t`` (clamped to [-200, 200])."""
+    scale, q = _exp_parts(min(max(t, -200.0), 200.0))
+    return scale + scale * q
+
+
+@njit(cache=True, error_model="numpy")
+def _expm1(t):
+    """e**t - 1 in double for a double ``t`` (clamped), accurate relative to itself near 0."""
+    scale, q = _exp_parts(min(max(t, -200.0), 200.0))
+    return scale * q + (scale - 1.0)
 
 
 @njit(cache=True, error_model="numpy")
 def exp32(x):
     """e**x of a float32, correctly rounded but for rare near-ties (see the module docstring)."""
-    scale, q = _exp_parts(_clamped(x))
-    return float32(scale + scale * q)
-
-
-@njit(cache=True, error_model="numpy")
-def _expm1_of_magnitude(x):
-    """``e**|x| - 1`` in double, accurate relative to itself for small ``|x|`` too."""
-    scale, q = _exp_parts(_clamped(abs(x)))
-    return scale * q + (scale - 1.0)
+    return float32(_exp(float64(x)))
 
 
 @njit(cache=True, error_model="numpy")
 def sinh32(x):
     """sinh of a float32 as ``(m + m / (m + 1)) / 2`` with ``m = e**|x| - 1``, sign restored."""
-    m = _expm1_of_magnitude(x)
+    m = _expm1(abs(float64(x)))
     return float32(math.copysign(0.5 * (m + m / (m + 1.0)), float64(x)))
 
 
 @njit(cache=True, error_model="numpy")
 def cosh32(x):
     """cosh of a float32 as ``(e + 1/e) / 2`` with ``e = e**|x|``."""
-    scale, q = _exp_parts(_clamped(abs(x)))
-    e = scale + scale * q
+    e = _exp(abs(float64(x)))
     return float32(0.5 * (e + 1.0 / e))
 
 
 @njit(cache=True, error_model="numpy")
 def tanh32(x):
     """tanh of a float32 as ``m / (m + 2)`` with ``m = e**(2|x|) - 1``, sign restored."""
-    scale, q = _exp_parts(_clamped(abs(x) * float32(2.0)))
-    m = scale * q + (scale - 1.0)
+    m = _expm1(2.0 * abs(float64(x)))
     return float32(math.copysign(m / (m + 2.0), float64(x)))
 
 
