@@ -100,7 +100,9 @@ def __getattr__(name: str):
     fn = None if record is None else (record.adjoint if is_adjoint else record.forward)
     if fn is None:
         raise AttributeError(f"no builtin symbol {name!r}")
-    # error_model="numpy": x/0 gives inf/nan as in Warp, instead of raising.
-    _compiled[name] = njit(cache=True, error_model="numpy")(
+    # error_model="numpy": x/0 gives inf/nan as in Warp, instead of raising. forceinline: LLVM
+    # would keep a rule that calls a large helper (cpu_exp.pow32) a call, and the kernel loop
+    # scalar; forcing every rule inline measured no cold-compile cost on the benchmarks.
+    _compiled[name] = njit(cache=True, error_model="numpy", forceinline=True)(
         _stamped(_float32_copy(fn) if float32 else fn))
     return _compiled[name]

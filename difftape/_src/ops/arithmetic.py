@@ -24,6 +24,7 @@ import operator
 import numpy as np
 
 from .. import dtypes
+from . import exponential
 from .registry import Float, Int, builtin
 
 _FLOAT_INT = [({"a": Float, "b": Float}, Float), ({"a": Int, "b": Int}, Int)]
@@ -195,32 +196,14 @@ def floordiv_int(a, b):
          sample={"a": (0.5, 2.5), "b": (-2.0, 2.0)}, reference=np.power, operator="**")
 def pow(a, b):  # noqa: A001 - Warp's name
     """Return ``a`` raised to the power ``b``."""
-    # C pow results where Python's math.pow raises ValueError.
-    if a < 0.0 and math.isfinite(b) and abs(b) % 1.0 != 0.0:
-        return math.nan
-    if a == 0.0 and b < 0.0:
-        return math.inf
-    return math.pow(a, b)
+    return exponential.pow(a, b)  # C's pow results where Python's math.pow raises
 
 
 @pow.set_adjoint
 def adj_pow(a, b, ret, adj_ret):
     # Warp: da = g·b·a^(b-1), db = g·log(a)·ret. So pow(0, 2) gives db = -inf·0 = NaN and a < 0
     # gives db = NaN, while x**2.0 at 0 gives da = 0.
-    e = b - 1.0
-    if a < 0.0 and math.isfinite(e) and abs(e) % 1.0 != 0.0:
-        a_pow_e = math.nan
-    elif a == 0.0 and e < 0.0:
-        a_pow_e = math.inf
-    else:
-        a_pow_e = math.pow(a, e)
-    if a > 0.0:
-        log_a = math.log(a)
-    elif a == 0.0:
-        log_a = -math.inf
-    else:
-        log_a = math.nan  # log of a negative number (NaN input too)
-    return (adj_ret * b * a_pow_e, adj_ret * log_a * ret)
+    return (adj_ret * b * exponential.pow(a, b - 1.0), adj_ret * exponential.log(a) * ret)
 
 
 # --- Comparisons and logic ------------------------------------------------------------------------

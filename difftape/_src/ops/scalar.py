@@ -295,11 +295,7 @@ def adj_exp(x, ret, adj_ret):
          reference=np.log)
 def log(x):
     """Return the natural logarithm (base-e) of ``x``, where ``x`` is positive."""
-    if x < 0.0:
-        return math.nan
-    if x == 0.0:
-        return -math.inf
-    return math.log(x)
+    return exponential.log(x)
 
 
 @log.set_adjoint
@@ -314,11 +310,7 @@ def adj_log(x, ret, adj_ret):
          reference=np.log2)
 def log2(x):
     """Return the binary logarithm (base-2) of ``x``, where ``x`` is positive."""
-    if x < 0.0:
-        return math.nan
-    if x == 0.0:
-        return -math.inf
-    return math.log2(x)
+    return exponential.log2(x)
 
 
 @log2.set_adjoint
@@ -332,11 +324,7 @@ def adj_log2(x, ret, adj_ret):
          reference=np.log10)
 def log10(x):
     """Return the common logarithm (base-10) of ``x``, where ``x`` is positive."""
-    if x < 0.0:
-        return math.nan
-    if x == 0.0:
-        return -math.inf
-    return math.log10(x)
+    return exponential.log10(x)
 
 
 @log10.set_adjoint
