@@ -1,5 +1,6 @@
-"""Float32 sin/cos of the CPU backend (``backends/cpu_trig.py``): correctly rounded over the whole
-float32 range, IEEE special values, the same in kernels as in Python scope, and vectorized."""
+"""Float32 sin/cos/tan of the CPU backend (``backends/cpu_trig.py``): correctly rounded over the
+whole float32 range, IEEE special values, the same in kernels as in Python scope, and
+vectorized."""
 
 import math
 import textwrap
@@ -9,7 +10,7 @@ import pytest
 from numba import njit
 
 import difftape as wp
-from difftape._src.backends.cpu_trig import cos32, sin32
+from difftape._src.backends.cpu_trig import cos32, sin32, tan32
 from tests.fresh_process import IR_OF, run_fresh
 
 
@@ -23,6 +24,15 @@ def _sines(x, out):
 def _cosines(x, out):
     for i in range(x.shape[0]):
         out[i] = cos32(x[i])
+
+
+@njit(cache=False)
+def _tangents(x, out):
+    for i in range(x.shape[0]):
+        out[i] = tan32(x[i])
+
+
+_LOOPS = {"sin": _sines, "cos": _cosines, "tan": _tangents}
 
 
 def _hard_reductions() -> np.ndarray:
@@ -45,11 +55,11 @@ def _ulp_errors(got: np.ndarray, exact: np.ndarray) -> np.ndarray:
     return np.abs(got.astype(np.float64) - exact) / ulp
 
 
-@pytest.mark.parametrize("name", ["sin", "cos"])
+@pytest.mark.parametrize("name", ["sin", "cos", "tan"])
 def test_correctly_rounded_over_the_float32_range(name):
     x = _sample()
     got = np.empty_like(x)
-    (_sines if name == "sin" else _cosines)(x, got)
+    _LOOPS[name](x, got)
     exact = getattr(np, name)(x.astype(np.float64))
     errors = _ulp_errors(got, exact)
     worst = int(np.argmax(errors))
@@ -70,36 +80,53 @@ def test_special_values():
     big = x[8:].astype(np.float64)
     np.testing.assert_array_equal(s[8:], np.sin(big).astype(np.float32))
     np.testing.assert_array_equal(c[8:], np.cos(big).astype(np.float32))
+    t = np.empty_like(x)
+    _tangents(x, t)
+    assert t[0] == 0.0 and not np.signbit(t[0]) and t[1] == 0.0 and np.signbit(t[1])
+    assert np.isnan(t[2:5]).all() and t[5] == x[5] and t[6] == x[6] and t[7] == x[7]
+    np.testing.assert_array_equal(t[8:], np.tan(big).astype(np.float32))
+
+
+def test_python_scope_gives_nan_for_infinite_angles():
+    """``math.sin(inf)`` raises ValueError; C's sinf, and so Warp, give NaN."""
+    for name in ("sin", "cos", "tan"):
+        for v in (math.inf, -math.inf, math.nan):
+            assert math.isnan(getattr(wp, name)(v)), name
 
 
 @wp.kernel
-def _trig_kernel(x: wp.array(dtype=float), s: wp.array(dtype=float), c: wp.array(dtype=float)):
+def _trig_kernel(x: wp.array(dtype=float), s: wp.array(dtype=float), c: wp.array(dtype=float),
+                 t: wp.array(dtype=float)):
     i = wp.tid()
     s[i] = wp.sin(x[i])
     c[i] = wp.cos(x[i])
+    t[i] = wp.tan(x[i])
 
 
 @wp.kernel
 def _trig_kernel64(x: wp.array(dtype=wp.float64), s: wp.array(dtype=wp.float64),
-                   c: wp.array(dtype=wp.float64)):
+                   c: wp.array(dtype=wp.float64), t: wp.array(dtype=wp.float64)):
     i = wp.tid()
     s[i] = wp.sin(x[i])
     c[i] = wp.cos(x[i])
+    t[i] = wp.tan(x[i])
 
 
 def test_kernels_agree_with_python_scope_and_float64_keeps_libm():
-    values = np.concatenate([np.linspace(-7.0, 7.0, 101), [1e6, -3e9, 1e30]])
+    values = np.concatenate([np.linspace(-7.0, 7.0, 101), [1e6, -3e9, 1e30, np.inf, np.nan]])
     x = wp.array(values.astype(np.float32), dtype=float)
-    s, c = wp.zeros_like(x), wp.zeros_like(x)
-    wp.launch(_trig_kernel, dim=len(values), inputs=[x], outputs=[s, c])
-    for k, v in enumerate(x.numpy()):
-        assert s.numpy()[k] == np.float32(wp.sin(wp.float32(v)))
-        assert c.numpy()[k] == np.float32(wp.cos(wp.float32(v)))
+    s, c, t = wp.zeros_like(x), wp.zeros_like(x), wp.zeros_like(x)
+    wp.launch(_trig_kernel, dim=len(values), inputs=[x], outputs=[s, c, t])
+    for name, out in (("sin", s), ("cos", c), ("tan", t)):
+        python_scope = [np.float32(getattr(wp, name)(wp.float32(v))) for v in x.numpy()]
+        np.testing.assert_array_equal(out.numpy(), python_scope, err_msg=name)
     x64 = wp.array(values, dtype=wp.float64)
-    s64, c64 = wp.zeros_like(x64), wp.zeros_like(x64)
-    wp.launch(_trig_kernel64, dim=len(values), inputs=[x64], outputs=[s64, c64])
-    np.testing.assert_array_equal(s64.numpy(), [math.sin(v) for v in values])
-    np.testing.assert_array_equal(c64.numpy(), [math.cos(v) for v in values])
+    s64, c64, t64 = wp.zeros_like(x64), wp.zeros_like(x64), wp.zeros_like(x64)
+    wp.launch(_trig_kernel64, dim=len(values), inputs=[x64], outputs=[s64, c64, t64])
+    finite = values[:-2]  # Python's math calls libm's double functions (and raises for inf)
+    for name, out in (("sin", s64), ("cos", c64), ("tan", t64)):
+        np.testing.assert_array_equal(out.numpy()[:-2], [getattr(math, name)(v) for v in finite])
+        assert np.isnan(out.numpy()[-2:]).all()
 
 
 _VECTORIZED = IR_OF + textwrap.dedent("""
@@ -111,20 +138,28 @@ _VECTORIZED = IR_OF + textwrap.dedent("""
         i = wp.tid()
         y[i] = wp.sin(x[i]) * x[i]
 
-    x = wp.array(list(range(64)), dtype=float, requires_grad=True)
-    y = wp.zeros_like(x)
-    tape = wp.Tape()
-    with tape:
-        wp.launch(scaled_sine, dim=64, inputs=[x], outputs=[y])
-    tape.backward(grads={y: wp.ones_like(y)})
-    for adjoint in (False, True):  # the adjoint ran on its flags' own program
-        body = ir_of(scaled_sine, adjoint)
-        print(bool(re.search(r"llvm\\.rint\\.v\\d+f64", body)), bool(re.search(r"sinf|llvm\\.sin", body)))
+    @wp.kernel
+    def scaled_tangent(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = wp.tan(x[i]) * x[i]
+
+    for kernel in (scaled_sine, scaled_tangent):
+        x = wp.array(list(range(64)), dtype=float, requires_grad=True)
+        y = wp.zeros_like(x)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(kernel, dim=64, inputs=[x], outputs=[y])
+        tape.backward(grads={y: wp.ones_like(y)})
+        for adjoint in (False, True):  # the adjoint ran on its flags' own program
+            body = ir_of(kernel, adjoint)
+            print(bool(re.search(r"llvm\\.rint\\.v\\d+f64", body)),
+                  bool(re.search(r"sinf|tanf|cosf|llvm\\.(sin|cos|tan)", body)))
 """)
 
 
-def test_float32_sine_loops_vectorize(tmp_path):
-    """Forward and adjoint loops over wp.sin of a float32 array use SIMD rounding (the argument
-    reduction), with no libm call left: a fresh cache, since Numba cannot inspect cached code."""
+def test_float32_sine_and_tangent_loops_vectorize(tmp_path):
+    """Forward and adjoint loops over wp.sin and wp.tan of a float32 array use SIMD rounding (the
+    argument reduction), with no libm call left: a fresh cache, since Numba cannot inspect cached
+    code."""
     out = run_fresh(tmp_path, _VECTORIZED)
-    assert out == ["True", "False", "True", "False"], out
+    assert out == ["True", "False"] * 4, out

@@ -32,9 +32,10 @@ import math
 import numpy as np
 from llvmlite import ir
 from numba import float32, float64, njit, types
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 
 from ..ops import exponential
+from .cpu_overload import float32_or_libm
 
 _LOG2_E = 1.0 / math.log(2.0)
 _LN_2 = math.log(2.0)
@@ -210,26 +211,11 @@ def pow32(a, b):
     return _FLOAT32_ONE if one else value
 
 
-def _compile_as(helper, float32_version, libm):
-    """Compile ``helper`` as ``float32_version`` for float32 arguments, as ``libm`` otherwise."""
-    @overload(helper)
-    def _overload(x):
-        if x == types.float32:
-            return lambda x: float32_version(x)
-        return lambda x: libm(x)
-
-
-_compile_as(exponential.exp, exp32, math.exp)
-_compile_as(exponential.sinh, sinh32, math.sinh)
-_compile_as(exponential.cosh, cosh32, math.cosh)
-_compile_as(exponential.tanh, tanh32, math.tanh)
-_compile_as(exponential.log, log32, math.log)
-_compile_as(exponential.log2, log2_32, math.log2)
-_compile_as(exponential.log10, log10_32, math.log10)
-
-
-@overload(exponential.pow)
-def _pow(a, b):
-    if a == types.float32 and b == types.float32:
-        return lambda a, b: pow32(a, b)
-    return lambda a, b: math.pow(a, b)
+float32_or_libm(exponential.exp, exp32, math.exp)
+float32_or_libm(exponential.sinh, sinh32, math.sinh)
+float32_or_libm(exponential.cosh, cosh32, math.cosh)
+float32_or_libm(exponential.tanh, tanh32, math.tanh)
+float32_or_libm(exponential.log, log32, math.log)
+float32_or_libm(exponential.log2, log2_32, math.log2)
+float32_or_libm(exponential.log10, log10_32, math.log10)
+float32_or_libm(exponential.pow, pow32, math.pow)

@@ -23,9 +23,10 @@ from numba import njit
 from ..codegen import naming
 from ..ops import registry
 from ..version import __version__ as _difftape_version
-from . import cpu_exp  # noqa: F401 - compiles the rules' exp/sinh/cosh/tanh (float32: vectorizable)
+from . import cpu_exp  # noqa: F401 - compiles the rules' exp/log/pow/... (float32: vectorizable)
+from . import cpu_inverse_trig  # noqa: F401 - compiles the rules' trig.atan/asin/... (the same)
 from . import cpu_math  # noqa: F401 - compiles the rules' rounding helpers to instructions
-from . import cpu_trig  # noqa: F401 - compiles the rules' trig.sin/cos (float32: vectorizable)
+from . import cpu_trig  # noqa: F401 - compiles the rules' trig.sin/cos/tan (the same)
 
 _compiled: dict[str, object] = {}
 _RUNTIME_STAMP: str | None = None
@@ -40,8 +41,8 @@ def runtime_stamp() -> str:
         here = os.path.dirname(os.path.abspath(__file__))
         ops = os.path.join(os.path.dirname(here), "ops")
         files = [os.path.join(here, name)
-                 for name in ("cpu_exp.py", "cpu_math.py", "cpu_runtime.py", "cpu_symbols.py",
-                              "cpu_trig.py")]
+                 for name in ("cpu_exp.py", "cpu_inverse_trig.py", "cpu_math.py", "cpu_overload.py",
+                              "cpu_runtime.py", "cpu_symbols.py", "cpu_trig.py")]
         if os.path.isdir(ops):
             files += sorted(os.path.join(ops, f) for f in os.listdir(ops) if f.endswith(".py"))
         digest = hashlib.sha256()

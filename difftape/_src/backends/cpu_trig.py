@@ -1,5 +1,5 @@
-"""Float32 sine and cosine for generated CPU code, with no branches and no calls, so that LLVM
-vectorizes the loops that use them.
+"""Float32 sine, cosine and tangent for generated CPU code, with no branches and no calls, so
+that LLVM vectorizes the loops that use them.
 
 libm's ``sinf`` is one call per element with branches on the argument's size; a kernel loop that
 calls it cannot be vectorized. Here the float32 argument ``x = M * 2**E`` (``M`` an integer of at
@@ -12,9 +12,10 @@ products are the same (exact, or rounded alike), without extracting ``M`` from t
 core, 4M sines: 24 -> 18 ms). Sine and cosine of the remainder (``|r| <= pi/4``) come from
 Taylor polynomials of degree 13 and 14 evaluated in double, accurate to ~2**-45, so the float32
 result is correctly rounded except within ~2**-45 of a rounding midpoint
-(tests/ops/test_cpu_trig.py measures max 0.5 ulp).
+(tests/ops/test_cpu_trig.py measures max 0.5 ulp). The tangent is their quotient, ``s/c`` or
+``-c/s`` by the quadrant's parity.
 
-float64 arguments keep libm's ``sin``/``cos``. The helpers are ordinary cached Numba functions:
+float64 arguments keep libm's ``sin``/``cos``/``tan``. The helpers are ordinary cached Numba functions:
 LLVM inlines them into kernel loops (numba's IR-level ``inline="always"`` did the same job at
 three times the compile cost: 2.9 s against 1.7 s for the elementwise sine kernel, cold).
 """
@@ -26,9 +27,10 @@ import math
 import numpy as np
 from llvmlite import ir
 from numba import float32, float64, int64, njit, types
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 
 from ..ops import trig
+from .cpu_overload import float32_or_libm
 
 _PRECISION = 320  # bits of 2/pi after the binary point: enough for exponents up to 2**104
 
@@ -143,15 +145,16 @@ def cos32(x):
     return float32(value)
 
 
-@overload(trig.sin)
-def _sin(x):
-    if x == types.float32:
-        return lambda x: sin32(x)
-    return lambda x: math.sin(x)
+@njit(cache=True, error_model="numpy")  # no zero-divisor branch: the loop stays vectorizable
+def tan32(x):
+    """Tangent of a float32, correctly rounded but for rare ties (see the module docstring)."""
+    r, quadrant, negative = _reduce(x)
+    s, c = _sine_cosine(r)
+    odd = quadrant & 1
+    value = (-c if odd else s) / (s if odd else c)  # tan(t + pi/2) = -cos(t)/sin(t)
+    return float32(-value if negative else value)
 
 
-@overload(trig.cos)
-def _cos(x):
-    if x == types.float32:
-        return lambda x: cos32(x)
-    return lambda x: math.cos(x)
+float32_or_libm(trig.sin, sin32, math.sin)
+float32_or_libm(trig.cos, cos32, math.cos)
+float32_or_libm(trig.tan, tan32, math.tan)

@@ -365,7 +365,7 @@ def adj_cos(x, ret, adj_ret):
          reference=np.tan)
 def tan(x):
     """Return the tangent of ``x`` in radians."""
-    return math.tan(x)
+    return trig.tan(x)
 
 
 @tan.set_adjoint
@@ -381,7 +381,7 @@ def adj_tan(x, ret, adj_ret):
          reference=np.arcsin)
 def asin(x):
     """Return the arcsine of ``x`` in radians; ``x`` is clamped to [-1, 1] first."""
-    return math.asin(-1.0 if x < -1.0 else 1.0 if x > 1.0 else x)
+    return trig.asin(-1.0 if x < -1.0 else 1.0 if x > 1.0 else x)
 
 
 @asin.set_adjoint
@@ -397,7 +397,7 @@ def adj_asin(x, ret, adj_ret):
          reference=np.arccos)
 def acos(x):
     """Return the arccosine of ``x`` in radians; ``x`` is clamped to [-1, 1] first."""
-    return math.acos(-1.0 if x < -1.0 else 1.0 if x > 1.0 else x)
+    return trig.acos(-1.0 if x < -1.0 else 1.0 if x > 1.0 else x)
 
 
 @acos.set_adjoint
@@ -412,7 +412,7 @@ def adj_acos(x, ret, adj_ret):
          reference=np.arctan)
 def atan(x):
     """Return the arctangent of ``x`` in radians."""
-    return math.atan(x)
+    return trig.atan(x)
 
 
 @atan.set_adjoint
@@ -424,7 +424,7 @@ def adj_atan(x, ret, adj_ret):
          sample={"y": (-3.0, 3.0), "x": (0.3, 3.0)}, reference=np.arctan2)
 def atan2(y, x):
     """Return the 2-argument arctangent, atan2, of the point ``(x, y)`` in radians."""
-    return math.atan2(y, x)
+    return trig.atan2(y, x)
 
 
 @atan2.set_adjoint
