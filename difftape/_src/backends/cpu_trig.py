@@ -26,10 +26,11 @@ import math
 
 import numpy as np
 from llvmlite import ir
-from numba import float32, float64, int64, njit, types
+from numba import float32, float64, njit, types
 from numba.extending import intrinsic
 
 from ..ops import trig
+from .cpu_exp import _float64_bits
 from .cpu_overload import float32_or_libm
 
 _PRECISION = 320  # bits of 2/pi after the binary point: enough for exponents up to 2**104
@@ -82,6 +83,7 @@ def _reduction_table() -> np.ndarray:
 _ROWS = _reduction_table()
 _A0, _A1, _A2 = (np.ascontiguousarray(row) for row in _ROWS)
 _HALF_PI = math.pi / 2
+_ROUNDING_SHIFT = 1.5 * 2.0**52  # adding it rounds |y| < 2**51 to an integer, kept in the low bits
 _SIN = tuple((-1) ** k / math.factorial(2 * k + 1) for k in range(7))  # x, x^3 ... x^13
 _COS = tuple((-1) ** k / math.factorial(2 * k) for k in range(8))  # 1, x^2 ... x^14
 
@@ -100,16 +102,19 @@ def _float32_bits(typingctx, x):
 @njit(cache=True)
 def _reduce(x):
     """``(r, q, negative)``: ``|x| = r + q * pi/2`` with ``|r| <= pi/4`` (``r`` in double,
-    only ``q mod 4`` meaningful) and the sign bit of ``x``."""
+    only ``q mod 4`` meaningful, an int64) and the sign bit of ``x``."""
     bits = _float32_bits(x)
     field = (bits >> 23) & 0xFF
     magnitude = float64(abs(x))
     s0 = magnitude * _A0[field]  # exact, as is every step up to `fraction`'s last addition
     s0 -= 4.0 * np.floor(s0 * 0.25)
     s1 = magnitude * _A1[field]
-    quadrant = np.rint(s0 + s1)
+    # rint(s0 + s1) by the addition of 1.5 * 2**52, whose low bits then hold the quadrant: a
+    # double-to-int64 conversion has no AVX2 instruction (the reduction took 3.5 ms at 1M, 2.7)
+    shifted = (s0 + s1) + _ROUNDING_SHIFT
+    quadrant = shifted - _ROUNDING_SHIFT
     fraction = ((s0 - quadrant) + s1) + magnitude * _A2[field]
-    return fraction * _HALF_PI, int64(quadrant), bits >> 31
+    return fraction * _HALF_PI, _float64_bits(shifted), bits >> 31
 
 
 @njit(cache=True)
