@@ -204,7 +204,7 @@ def pow32(a, b):
     odd = integer & (np.floor(half) != half)
     negative = math.copysign(_FLOAT32_ONE, a) < _FLOAT32_ZERO  # -0 too
     value = -magnitude if negative & odd else magnitude
-    finite_negative_to_fraction = (a < 0.0) & (a > -math.inf) & (np.floor(b) != b) & (
+    finite_negative_to_fraction = (a < 0.0) & (a > -math.inf) & (not integer) & (
         abs(b) < math.inf)
     value = _FLOAT32_NAN if finite_negative_to_fraction else value
     one = (b == 0.0) | (a == 1.0) | ((abs(a) == 1.0) & (abs(b) == math.inf))
