@@ -15,6 +15,7 @@ from difftape._src.backends.cpu_exp import (cosh32, exp32, log2_32, log10_32, lo
                                             sinh32, tanh32)
 from difftape._src.ops import exponential
 from tests.fresh_process import IR_OF, run_fresh
+from tests.ops.float32_accuracy import same_values, ulp_errors
 
 
 def _loop(function):
@@ -50,15 +51,6 @@ def _sample() -> np.ndarray:
     return x[np.isfinite(x)]
 
 
-def _ulp_errors(got: np.ndarray, exact: np.ndarray) -> np.ndarray:
-    rounded = exact.astype(np.float32)
-    ulp = np.spacing(np.abs(rounded)).astype(np.float64)
-    errors = np.abs(got.astype(np.float64) - exact) / ulp
-    overflow = np.isinf(rounded)
-    errors[overflow] = np.where(got[overflow] == rounded[overflow], 0.0, np.inf)
-    return errors
-
-
 def _positive_sample() -> np.ndarray:
     rng = np.random.default_rng(12)
     bits = rng.integers(0, 2**31, 1_500_000, dtype=np.uint64).astype(np.uint32)
@@ -79,7 +71,7 @@ def test_logarithms_correctly_rounded_over_the_positive_float32s(name):
     x = _positive_sample()
     got = np.empty_like(x)
     _COMPILED[name](x, got)
-    errors = _ulp_errors(got, getattr(np, name)(x.astype(np.float64)))
+    errors = ulp_errors(got, getattr(np, name)(x.astype(np.float64)))
     worst = int(np.argmax(errors))
     assert errors[worst] <= 0.5 + 1e-6, (name, x[worst], got[worst])
     if name != "log":  # exact where the result is an integer
@@ -128,7 +120,7 @@ def test_pow_correctly_rounded_but_for_rare_near_ties():
         _pow_loop(a, b, got)
         with np.errstate(all="ignore"):
             exact = np.power(a.astype(np.float64), b.astype(np.float64))
-            errors = _ulp_errors(got, exact)
+            errors = ulp_errors(got, exact)
         worst = int(np.argmax(errors))
         # e**(b ln a) in double is within ~2**-38 relative: 0.5 ulp but a few in a million.
         assert errors[worst] <= 0.5 + 1e-4, (label, a[worst], b[worst], got[worst])
@@ -138,11 +130,6 @@ def test_pow_correctly_rounded_but_for_rare_near_ties():
 _POW_SPECIALS = np.array([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, -3.0, np.inf, -np.inf,
                           np.nan, 1e-45, -1e-45, 3.4028235e38, -3.4028235e38, 16777216.0, 127.5],
                          np.float32)
-
-
-def _same(got, expected):
-    return np.where(np.isnan(expected), np.isnan(got),
-                    (got == expected) & (np.signbit(got) == np.signbit(expected)))
 
 
 def test_pow_special_values_are_c_powf():
@@ -161,9 +148,9 @@ def test_pow_special_values_are_c_powf():
     for v in (a, b, c_powf):
         special |= ~np.isfinite(v) | np.isin(v, np.float32([0.0, 1.0, -1.0]))
     for result in (got, python_scope):
-        bad = special & ~_same(result, c_powf)
+        bad = special & ~same_values(result, c_powf)
         assert not bad.any(), list(zip(a[bad], b[bad], result[bad], c_powf[bad]))
-        assert (_ulp_errors(result[~special], exact[~special]) <= 0.5 + 1e-4).all()
+        assert (ulp_errors(result[~special], exact[~special]) <= 0.5 + 1e-4).all()
 
 
 def test_python_scope_pow_gives_c_results_where_math_pow_raises():
@@ -181,9 +168,9 @@ def test_correctly_rounded_over_the_float32_range(name):
     x = _sample()
     got = np.empty_like(x)
     _COMPILED[name](x, got)
-    with np.errstate(over="ignore", invalid="ignore"):  # float32 overflow: inf - inf
+    with np.errstate(over="ignore"):
         exact = getattr(np, name)(x.astype(np.float64))
-        errors = _ulp_errors(got, exact)
+    errors = ulp_errors(got, exact)
     worst = int(np.argmax(errors))
     # Correct rounding is 0.5 ulp; the float64 reference itself is off by up to 2**-53.
     assert errors[worst] <= 0.5 + 1e-6, (name, x[worst], got[worst], exact[worst])
@@ -282,14 +269,14 @@ def test_log_and_pow_kernels_agree_with_python_scope_and_float64_keeps_libm():
                 expected = [getattr(wp, name)(scalar(v)) for v in x.numpy()]
             else:  # Python's math calls libm's double functions
                 expected = [getattr(exponential, name)(v) for v in x_values]
-            assert _same(got[row], np.array(expected, dtype)).all(), (dtype, name)
+            assert same_values(got[row], np.array(expected, dtype)).all(), (dtype, name)
         if dtype == np.float32:
             with np.errstate(over="ignore"):
                 expected = [np.float32(wp.pow(scalar(p), scalar(q)))
                             for p, q in zip(x.numpy(), y.numpy())]
         else:
             expected = [exponential.pow(p, q) for p, q in zip(x_values, y_values)]
-        assert _same(got[3], np.array(expected, dtype)).all(), (dtype, got[3], expected)
+        assert same_values(got[3], np.array(expected, dtype)).all(), (dtype, got[3], expected)
 
 
 _VECTORIZED = IR_OF + textwrap.dedent("""

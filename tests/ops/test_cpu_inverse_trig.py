@@ -14,6 +14,7 @@ import difftape as wp
 from difftape._src.backends.cpu_inverse_trig import acos32, asin32, atan2_32, atan32
 from difftape._src.ops import trig
 from tests.fresh_process import IR_OF, run_fresh
+from tests.ops.float32_accuracy import same_values, ulp_errors
 
 
 def _loop(function):
@@ -57,17 +58,12 @@ def _sample(name: str) -> np.ndarray:
     return x.astype(np.float32)
 
 
-def _ulp_errors(got: np.ndarray, exact: np.ndarray) -> np.ndarray:
-    ulp = np.spacing(np.abs(exact.astype(np.float32))).astype(np.float64)
-    return np.abs(got.astype(np.float64) - exact) / ulp
-
-
 @pytest.mark.parametrize("name", ["atan", "asin", "acos"])
 def test_correctly_rounded(name):
     x = _sample(name)
     got = np.empty_like(x)
     _LOOPS[name](x, got)
-    errors = _ulp_errors(got, _REFERENCE[name](x.astype(np.float64)))
+    errors = ulp_errors(got, _REFERENCE[name](x.astype(np.float64)))
     worst = int(np.argmax(errors))
     assert errors[worst] <= 0.5 + 1e-6, (name, x[worst], got[worst])
 
@@ -82,14 +78,9 @@ def test_atan2_correctly_rounded_in_every_quadrant():
     x = np.concatenate([x, diagonal, -diagonal, diagonal])
     got = np.empty_like(y)
     _atan2_loop(y, x, got)
-    errors = _ulp_errors(got, np.arctan2(y.astype(np.float64), x.astype(np.float64)))
+    errors = ulp_errors(got, np.arctan2(y.astype(np.float64), x.astype(np.float64)))
     worst = int(np.argmax(errors))
     assert errors[worst] <= 0.5 + 1e-6, (y[worst], x[worst], got[worst])
-
-
-def _same(got, expected):
-    return np.where(np.isnan(expected), np.isnan(got),
-                    (got == expected) & (np.signbit(got) == np.signbit(expected)))
 
 
 _SPECIALS = np.float32([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, np.inf, -np.inf, np.nan, 1e-45, -1e-45,
@@ -104,12 +95,12 @@ def test_special_values_are_c_results():
             got = np.empty_like(_SPECIALS)
             loop(_SPECIALS, got)
             expected = _REFERENCE[name](_SPECIALS.astype(np.float64)).astype(np.float32)
-            assert _same(got, expected).all(), (name, got, expected)
+            assert same_values(got, expected).all(), (name, got, expected)
     y, x = (v.ravel() for v in np.meshgrid(_SPECIALS, _SPECIALS))
     got = np.empty_like(y)
     _atan2_loop(y, x, got)
     expected = np.arctan2(y.astype(np.float64), x.astype(np.float64)).astype(np.float32)
-    bad = ~_same(got, expected)
+    bad = ~same_values(got, expected)
     assert not bad.any(), list(zip(y[bad], x[bad], got[bad], expected[bad]))
     assert got[(y == 0) & (x == 0) & np.signbit(x) & ~np.signbit(y)][0] == np.float32(math.pi)
 
@@ -147,9 +138,9 @@ def test_kernels_agree_with_python_scope_and_float64_keeps_libm():
         got = out.numpy()
         for row, name in enumerate(names):  # asin/acos clamp their argument to [-1, 1]
             expected = [getattr(wp, name)(scalar(v)) for v in x.numpy()]
-            assert _same(got[row], np.array(expected, dtype)).all(), (dtype, name)
+            assert same_values(got[row], np.array(expected, dtype)).all(), (dtype, name)
         expected = [wp.atan2(scalar(q), scalar(p)) for q, p in zip(y.numpy(), x.numpy())]
-        assert _same(got[3], np.array(expected, dtype)).all(), dtype
+        assert same_values(got[3], np.array(expected, dtype)).all(), dtype
     # float64 is libm's (Python's math); the clamp first
     assert got[1][-3] == math.asin(1.0) and got[0][-1] == math.atan(math.inf)
 

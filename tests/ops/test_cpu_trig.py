@@ -12,6 +12,7 @@ from numba import njit
 import difftape as wp
 from difftape._src.backends.cpu_trig import cos32, sin32, tan32
 from tests.fresh_process import IR_OF, run_fresh
+from tests.ops.float32_accuracy import ulp_errors
 
 
 @njit(cache=False)
@@ -50,18 +51,13 @@ def _sample() -> np.ndarray:
     return x[np.isfinite(x)]
 
 
-def _ulp_errors(got: np.ndarray, exact: np.ndarray) -> np.ndarray:
-    ulp = np.spacing(np.abs(exact.astype(np.float32))).astype(np.float64)
-    return np.abs(got.astype(np.float64) - exact) / ulp
-
-
 @pytest.mark.parametrize("name", ["sin", "cos", "tan"])
 def test_correctly_rounded_over_the_float32_range(name):
     x = _sample()
     got = np.empty_like(x)
     _LOOPS[name](x, got)
     exact = getattr(np, name)(x.astype(np.float64))
-    errors = _ulp_errors(got, exact)
+    errors = ulp_errors(got, exact)
     worst = int(np.argmax(errors))
     # Correct rounding is 0.5 ulp; the float64 reference itself is off by up to 2**-53.
     assert errors[worst] <= 0.5 + 1e-6, (name, x[worst], got[worst], exact[worst])
