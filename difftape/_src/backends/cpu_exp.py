@@ -30,11 +30,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from llvmlite import ir
-from numba import float32, float64, njit, types
-from numba.extending import intrinsic
+from numba import float32, float64, njit
 
 from ..ops import exponential
+from .cpu_bits import bits_float64, float64_bits
 from .cpu_overload import float32_or_libm
 
 _LOG2_E = 1.0 / math.log(2.0)
@@ -52,28 +51,6 @@ _FLOAT32_ZERO, _FLOAT32_HALF, _FLOAT32_ONE = np.float32(0.0), np.float32(0.5), n
 _FLOAT32_NAN = np.float32(math.nan)
 
 
-@intrinsic
-def _float64_bits(typingctx, x):
-    if x != types.float64:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-
-    return types.int64(types.float64), codegen
-
-
-@intrinsic
-def _bits_float64(typingctx, bits):
-    if bits != types.int64:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-
-    return types.float64(types.int64), codegen
-
-
 @njit(cache=True, error_model="numpy")
 def _exp_parts(t):
     """``(scale, q)`` with ``e**t = scale * (1 + q)``, ``scale`` a power of two; ``|t| <= 200``."""
@@ -87,7 +64,7 @@ def _exp_parts(t):
     # Horner on 2M points, and 20% faster (a shorter dependency chain)
     q = r * (c[0] + r * (c[1] + r * ((c[2] + r * c[3]) + r2 * (c[4] + r * c[5])
                                      + r4 * ((c[6] + r * c[7]) + r2 * (c[8] + r * c[9])))))
-    scale = _bits_float64((_float64_bits(shifted) + 1023) << 52)  # low bits of shifted hold n
+    scale = bits_float64((float64_bits(shifted) + 1023) << 52)  # low bits of shifted hold n
     return scale, q
 
 
@@ -140,9 +117,9 @@ def _log_parts(d):
     with ``s = (m - 1) / (m + 1)``, ``|s| <= 0.172``, nine odd terms (error below 2**-50) summed
     by Estrin's scheme, whose shorter dependency chain made the loop 15% faster than Horner's.
     """
-    bits = _float64_bits(d) + _TO_SQRT_HALF
-    k = _bits_float64(_TWO52_BITS | (bits >> 52)) - _EXPONENT_OFFSET
-    f = _bits_float64((bits & _MANTISSA) + _SQRT_HALF_BITS) - 1.0
+    bits = float64_bits(d) + _TO_SQRT_HALF
+    k = bits_float64(_TWO52_BITS | (bits >> 52)) - _EXPONENT_OFFSET
+    f = bits_float64((bits & _MANTISSA) + _SQRT_HALF_BITS) - 1.0
     s = f / (2.0 + f)
     z = s * s
     z2 = z * z

@@ -41,8 +41,9 @@ def runtime_stamp() -> str:
         here = os.path.dirname(os.path.abspath(__file__))
         ops = os.path.join(os.path.dirname(here), "ops")
         files = [os.path.join(here, name)
-                 for name in ("cpu_exp.py", "cpu_inverse_trig.py", "cpu_math.py", "cpu_overload.py",
-                              "cpu_runtime.py", "cpu_symbols.py", "cpu_trig.py")]
+                 for name in ("cpu_bits.py", "cpu_exp.py", "cpu_inverse_trig.py", "cpu_math.py",
+                              "cpu_overload.py", "cpu_runtime.py", "cpu_symbols.py",
+                              "cpu_trig.py")]
         if os.path.isdir(ops):
             files += sorted(os.path.join(ops, f) for f in os.listdir(ops) if f.endswith(".py"))
         digest = hashlib.sha256()

@@ -15,9 +15,9 @@ result is correctly rounded except within ~2**-45 of a rounding midpoint
 (tests/ops/test_cpu_trig.py measures max 0.5 ulp). The tangent is their quotient, ``s/c`` or
 ``-c/s`` by the quadrant's parity.
 
-float64 arguments keep libm's ``sin``/``cos``/``tan``. The helpers are ordinary cached Numba functions:
-LLVM inlines them into kernel loops (numba's IR-level ``inline="always"`` did the same job at
-three times the compile cost: 2.9 s against 1.7 s for the elementwise sine kernel, cold).
+float64 arguments keep libm's ``sin``/``cos``/``tan``. The helpers are ordinary cached Numba
+functions: LLVM inlines them into kernel loops (numba's IR-level ``inline="always"`` did the same
+job at three times the compile cost: 2.9 s against 1.7 s for the elementwise sine kernel, cold).
 """
 
 from __future__ import annotations
@@ -25,12 +25,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from llvmlite import ir
-from numba import float32, float64, njit, types
-from numba.extending import intrinsic
+from numba import float32, float64, njit
 
 from ..ops import trig
-from .cpu_exp import _float64_bits
+from .cpu_bits import float32_bits, float64_bits
 from .cpu_overload import float32_or_libm
 
 _PRECISION = 320  # bits of 2/pi after the binary point: enough for exponents up to 2**104
@@ -88,22 +86,11 @@ _SIN = tuple((-1) ** k / math.factorial(2 * k + 1) for k in range(7))  # x, x^3 
 _COS = tuple((-1) ** k / math.factorial(2 * k) for k in range(8))  # 1, x^2 ... x^14
 
 
-@intrinsic
-def _float32_bits(typingctx, x):
-    if x != types.float32:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(32))
-
-    return types.uint32(types.float32), codegen
-
-
 @njit(cache=True)
 def _reduce(x):
     """``(r, q, negative)``: ``|x| = r + q * pi/2`` with ``|r| <= pi/4`` (``r`` in double,
     only ``q mod 4`` meaningful, an int64) and the sign bit of ``x``."""
-    bits = _float32_bits(x)
+    bits = float32_bits(x)
     field = (bits >> 23) & 0xFF
     magnitude = float64(abs(x))
     s0 = magnitude * _A0[field]  # exact, as is every step up to `fraction`'s last addition
@@ -114,7 +101,7 @@ def _reduce(x):
     shifted = (s0 + s1) + _ROUNDING_SHIFT
     quadrant = shifted - _ROUNDING_SHIFT
     fraction = ((s0 - quadrant) + s1) + magnitude * _A2[field]
-    return fraction * _HALF_PI, _float64_bits(shifted), bits >> 31
+    return fraction * _HALF_PI, float64_bits(shifted), bits >> 31
 
 
 @njit(cache=True)
