@@ -151,7 +151,7 @@ def test_neighbour_adds_move_out_of_the_thread_loop():
     assert _strip_mined(spread, 1, adjoint=False)
     assert _strip_mined(row_shift, 2, adjoint=False)
     flush = _strip_mined(vectors, 1, adjoint=False)
-    assert "rep_view_f[uint64(rt_strip + rt_s + 1), uint64(i32_2)]" in flush
+    assert "rep_view_f[uint64(rt_strip + rt_s + 1), u64_2]" in flush
 
 
 def test_scattered_adds_share_buffers_and_one_flush_loop():
@@ -164,9 +164,9 @@ def test_scattered_adds_share_buffers_and_one_flush_loop():
     # Per row, in the order each thread ran them: x and y added by one two-lane pair, then z.
     assert [line.split("(")[0].split("[")[0] for line in scattered] == \
         ["rt_add_pair", "rep_view_f", "rt_sub_pair", "rep_view_f", "rt_add_pair", "rep_view_f"]
-    assert scattered[0] == ("rt_add_pair(rep_view_f, (rt_buf_2[uint64(rt_s)], uint64(i32_0),), "
+    assert scattered[0] == ("rt_add_pair(rep_view_f, (rt_buf_2[uint64(rt_s)], u64_0,), "
                             "rt_buf_1[uint64(rt_s)], rt_buf_3[uint64(rt_s)])")
-    assert scattered[1] == "rep_view_f[rt_buf_2[uint64(rt_s)], uint64(i32_2)] += rt_buf_4[uint64(rt_s)]"
+    assert scattered[1] == "rep_view_f[rt_buf_2[uint64(rt_s)], u64_2] += rt_buf_4[uint64(rt_s)]"
     assert [line.strip() for line in last.splitlines() if line.strip()] == scattered
     assert "if " not in ahead  # no test per thread of whether to prefetch
     prefetched = [line.strip() for line in ahead.splitlines() if "rt_prefetch" in line]
@@ -179,7 +179,7 @@ def test_scattered_adds_share_buffers_and_one_flush_loop():
     # Loaded indices are spelled unsigned, in the thread loop and in their buffers, so that
     # neither wraps them around.
     assert source.count("rt_stack_array(512, np.uint64)") == 3
-    assert "x[uint64(j), uint64(i32_0)]" in source
+    assert "x[uint64(j), u64_0]" in source
     for kernel, rank in ((row_shift_rebound, 2), (diagonal, 2)):
         assert "rt_buf" in _strip_mined(kernel, rank, adjoint=False).split("+=")[0]
     loops = _strip_mined(partly_random, 1, adjoint=False).split("for rt_s in range(")

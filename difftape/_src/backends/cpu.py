@@ -35,7 +35,7 @@ from ..codegen.structure import structure
 from ..errors import InternalError
 from ..frontend import ir
 from ..version import __version__ as _difftape_version
-from . import cpu_cache, cpu_llvm
+from . import cpu_cache, cpu_llvm, cpu_numba_memo
 from .cpu_runtime import FLUSH_DENORMALS
 from .cpu_symbols import runtime_stamp
 
@@ -113,6 +113,7 @@ def _register_noalias_option() -> str | None:
 
 NOALIAS_OPTION = _register_noalias_option()
 cpu_llvm.apply()
+cpu_numba_memo.apply()
 
 
 def _thread_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, stacks: list[str],

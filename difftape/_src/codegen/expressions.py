@@ -156,6 +156,10 @@ class ExprCoder:
 
     def unsigned(self, index: ir.Expr, code: str) -> str:
         """``code`` as an unsigned index when ``spells_unsigned(index)``."""
+        if isinstance(index, ir.Const) and isinstance(index.value, int) and index.value >= 0:
+            # A typed module constant, not a cast call: each call costs Numba typing and
+            # lowering time, and vector components are read by constant index everywhere.
+            return self.constants.name(index.value, dtypes.uint64)
         if self.spells_unsigned(index):
             return f"uint64({self.thread_index(index) or code})"
         return code

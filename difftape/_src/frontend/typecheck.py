@@ -500,7 +500,10 @@ class ExpressionTyper:
             if id(e) in memo:
                 return memo[id(e)]
             new = _with_children(e, [rebuild(c) for c in _children(e)])
-            if uses[id(e)] > 1 and isinstance(e, (ir.Call, ir.Cast, ir.BoolOp)):
+            # An array element read more than once too (``transform_point`` reads the
+            # rotation's w five times): each read costs Numba typing and lowering time, and in
+            # the adjoint one more add into the array's gradient.
+            if uses[id(e)] > 1 and isinstance(e, (ir.Call, ir.Cast, ir.BoolOp, ir.Load)):
                 sym = self.new_temp(e.type)
                 self.emit(ir.Assign(target=sym, value=new))
                 new = ir.Var(e.type, sym)
