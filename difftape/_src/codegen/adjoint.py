@@ -135,11 +135,14 @@ class AdjointWriter(ForwardWriter):
         else:
             self.backprop(s.value, g, out, temps, self.accumulate)
 
-    def nested(self, stmts: list[ir.Stmt], level: int) -> SourceBuilder:
-        """The reverse sweep of ``stmts`` as the body of a block (accumulators by name)."""
+    def nested(self, stmts: list[ir.Stmt], level: int, loop: bool = False) -> SourceBuilder:
+        """The reverse sweep of ``stmts`` as the body of a block (accumulators by name); ``loop``:
+        the body of a loop (its restores pop the stack)."""
         block = SourceBuilder(level)
         self.depth += 1
+        self.reverse_loops += loop
         self.reverse(stmts, block)
+        self.reverse_loops -= loop
         self.depth -= 1
         if all(line.lstrip().startswith("#") for line in block.lines):
             block.lines.clear()  # nothing to run (e.g. only unsaved values were restored here)
@@ -147,7 +150,9 @@ class AdjointWriter(ForwardWriter):
 
     def reverse_If(self, s: ir.If, out: SourceBuilder) -> None:
         self.flush(out)
-        body, orelse = self.nested(s.body, out.level + 1), self.nested(s.orelse, out.level + 1)
+        # The else branch first: its restores take the saves the replay made last.
+        orelse = self.nested(s.orelse, out.level + 1)
+        body = self.nested(s.body, out.level + 1)
         in_loop = self.analysis.is_in_loop(s)
         if not body.lines and not orelse.lines and not in_loop:
             return
@@ -167,13 +172,13 @@ class AdjointWriter(ForwardWriter):
         self.flush(out)
         if s is self.swap_loop:  # one iteration's reverse, run for every thread of a strip
             k = f"k_{self.counter_next()}"
-            body = self.nested(s.body, 0)
+            body = self.nested(s.body, 0, loop=True)
             position = f"int32({names['start']} + {k} * {names['step']})"
             self.swap_parts.update(reverse_counter=k,
                                    reverse=[f"{s.var} = {position}"] + body.lines)
             out.line(PHASE_MARK)
             return
-        body = self.nested(s.body, out.level + 1)
+        body = self.nested(s.body, out.level + 1, loop=True)
         if self.analysis.is_in_loop(s):
             self.pop(names["trip"], dtypes.int32, out)
             for key in ("count", "step", "start") if s.reverse else ("step", "start"):
@@ -191,7 +196,7 @@ class AdjointWriter(ForwardWriter):
     def reverse_While(self, s: ir.While, out: SourceBuilder) -> None:
         trip = self.aux[id(s)]["trip"]
         self.flush(out)
-        body = self.nested(s.body, out.level + 1)
+        body = self.nested(s.body, out.level + 1, loop=True)
         if self.analysis.is_in_loop(s):
             self.pop(trip, dtypes.int32, out)
         if body.lines:

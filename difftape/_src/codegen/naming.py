@@ -19,7 +19,7 @@ RESERVED = frozenset({
 })
 _GENERATED_PREFIXES = ("var_", "adj_", "wp_", "cond_", "trip_", "start_", "step_", "stop_",
                        "flag_", "tmp_", "acc_", "priv_", "has_", "consume_", "ret_", "atomic_",
-                       "snap_", "rt_", "rep_")
+                       "snap_", "rt_", "rep_", "saved_")
 
 
 # Ends the name of a builtin's float32 copy (``wp_asin_f32``; backends/cpu_symbols.py).
@@ -51,6 +51,12 @@ def temp_name(n: int) -> str:
 def frontend_temp_name(n: int) -> str:
     """A local the frontend introduces (ternary results, view indices, function results)."""
     return f"tmp_{n}"
+
+
+def saved_name(n: int) -> str:
+    """A local holding a value the adjoint's replay overwrites outside loops, for the reverse
+    sweep to restore (``codegen/forward.py``)."""
+    return f"saved_{n}"
 
 
 def adjoint_name(symbol: str) -> str:
