@@ -9,12 +9,13 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-WORKLOADS = ["elementwise", "mass_spring", "dynamic_loop", "stencil", "launch_overhead"]
+WORKLOADS = ["elementwise", "mass_spring", "dynamic_loop", "stencil", "launch_overhead",
+             "rigid_chain"]
 IMPLS = ["warp", "difftape", "taichi"]
 
 # Gradient tolerance: max|g - g64| / max|g64| for a float32 computation.
 TOLERANCE = {"elementwise": 1e-5, "mass_spring": 1e-4, "dynamic_loop": 1e-4,
-             "stencil": 1e-5, "launch_overhead": 1e-4}
+             "stencil": 1e-5, "launch_overhead": 1e-4, "rigid_chain": 1e-4}
 # (workload, impl) pairs whose gradient is known wrong: reported, never failed.
 KNOWN_WRONG = {("dynamic_loop", "warp"): "Warp skips dynamic loops in its adjoint replay"}
 
@@ -40,6 +41,10 @@ def load_warp_style(workload: str, wp):
     sys.modules[name] = module  # Warp looks kernels' modules up by name
     spec.loader.exec_module(module)
     return module
+
+
+def has_taichi_version(workload: str) -> bool:
+    return os.path.exists(os.path.join(HERE, "taichi_workloads", workload + ".py"))
 
 
 def load_taichi(workload: str, ti):

@@ -106,6 +106,8 @@ class Taichi:
         self.mode = f"cpu_max_num_threads={threads}"
 
     def load(self, workload: str):
+        if not common.has_taichi_version(workload):
+            raise Unavailable("no Taichi version: Taichi has no quaternion or transform types")
         self.module = common.load_taichi(workload, self.ti)
 
     def setup(self, inputs):
