@@ -10,7 +10,7 @@ import pytest
 from numba import njit
 
 import difftape as wp
-from difftape._src.backends.cpu_trig import cos32, sin32, tan32
+from difftape._src.backends.cpu_trig import cos32, sin32, sincos32, tan32
 from tests.fresh_process import IR_OF, run_fresh
 from tests.ops.float32_accuracy import ulp_errors
 
@@ -31,6 +31,12 @@ def _cosines(x, out):
 def _tangents(x, out):
     for i in range(x.shape[0]):
         out[i] = tan32(x[i])
+
+
+@njit(cache=False)
+def _sines_and_cosines(x, s, c):
+    for i in range(x.shape[0]):
+        s[i], c[i] = sincos32(x[i])
 
 
 _LOOPS = {"sin": _sines, "cos": _cosines, "tan": _tangents}
@@ -81,6 +87,20 @@ def test_special_values():
     assert t[0] == 0.0 and not np.signbit(t[0]) and t[1] == 0.0 and np.signbit(t[1])
     assert np.isnan(t[2:5]).all() and t[5] == x[5] and t[6] == x[6] and t[7] == x[7]
     np.testing.assert_array_equal(t[8:], np.tan(big).astype(np.float32))
+
+
+def test_sincos_is_sine_and_cosine_bit_for_bit():
+    """Generated code takes every float32 sine and cosine from sincos32: it must not differ from
+    sin32/cos32 in any bit (signed zeros, NaNs, every exponent)."""
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 3.4028235e38,
+                         -3.4028235e38], np.float32)
+    x = np.concatenate([_sample(), specials])
+    s, c, s_pair, c_pair = (np.empty_like(x) for _ in range(4))
+    _sines(x, s)
+    _cosines(x, c)
+    _sines_and_cosines(x, s_pair, c_pair)
+    np.testing.assert_array_equal(s_pair.view(np.uint32), s.view(np.uint32))
+    np.testing.assert_array_equal(c_pair.view(np.uint32), c.view(np.uint32))
 
 
 def test_python_scope_gives_nan_for_infinite_angles():
@@ -159,3 +179,38 @@ def test_float32_sine_and_tangent_loops_vectorize(tmp_path):
     code."""
     out = run_fresh(tmp_path, _VECTORIZED)
     assert out == ["True", "False"] * 4, out
+
+
+_ONE_REDUCTION = IR_OF + textwrap.dedent("""
+    import difftape as wp
+
+    @wp.kernel
+    def sine(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = wp.sin(x[i]) * x[i]
+
+    @wp.kernel
+    def rotation(x: wp.array(dtype=float), y: wp.array(dtype=wp.quat)):
+        i = wp.tid()
+        y[i] = wp.quat_from_axis_angle(wp.vec3(0.0, 0.6, 0.8), x[i])
+
+    for kernel, out in ((sine, float), (rotation, wp.quat)):
+        x = wp.array(list(range(64)), dtype=float, requires_grad=True)
+        y = wp.zeros(64, dtype=out, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(kernel, dim=64, inputs=[x], outputs=[y])
+        tape.backward(grads={y: wp.ones_like(y)})
+        print(*(ir_of(kernel, adjoint).count("@llvm.floor.") for adjoint in (False, True)))
+""")
+
+
+def test_sine_and_cosine_of_one_angle_share_one_reduction(tmp_path):
+    """quat_from_axis_angle takes sin and cos of the half angle, and its adjoint needs both again:
+    four argument reductions, which generated code spells so that LLVM folds them into one (as
+    many floor calls as a kernel with a single sine). A fresh cache: Numba cannot inspect cached
+    code."""
+    sine_forward, sine_adjoint, rotation_forward, rotation_adjoint = map(
+        int, run_fresh(tmp_path, _ONE_REDUCTION))
+    assert sine_forward > 0 and sine_adjoint > 0
+    assert (rotation_forward, rotation_adjoint) == (sine_forward, sine_adjoint)

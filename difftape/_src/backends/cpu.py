@@ -25,6 +25,7 @@ from ..codegen.activity import analyze, scatter_sites
 from ..codegen.adjoint import AdjointWriter
 from ..codegen.emitter import ConstantPool, SourceBuilder, plus
 from ..codegen.forward import PHASE_MARK, ForwardWriter
+from ..codegen.inline_rules import FLOAT32_ONLY
 from ..codegen.interchange import Interchange, parse_phase, phase_flow, stack_moves
 from ..codegen.interchange import plan as interchange_plan
 from ..codegen.offsets import RowWindow, definitions, row_window
@@ -375,6 +376,7 @@ def _calls_builtins(lines: list[str], writer) -> bool:
     of float32 ``sin`` terms took 250 ms plain and 380 ms interchanged (AMD EPYC, one core),
     while loops of arithmetic and comparisons gained 4x."""
     names = writer.symbols | {f"adj_{symbol}" for symbol in writer.rules}
+    names |= writer.runtime & set(FLOAT32_ONLY.values())  # rt_sincos: builtins spelled inline
     call = re.compile(r"\b(" + "|".join(map(re.escape, sorted(names))) + r")\(")
     return bool(names) and any(call.search(line) for line in lines)
 

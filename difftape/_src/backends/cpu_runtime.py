@@ -1,4 +1,5 @@
-"""Helpers that generated CPU kernels call: stack growth and atomic read-modify-write.
+"""Helpers that generated CPU kernels call: stack growth, atomic read-modify-write, and the
+float32 sine and cosine of one angle together.
 
 Atomics are LLVM ``atomicrmw`` instructions (x86 lowers float ones to compare-exchange loops);
 they are used only by parallel kernel variants at accumulation sites that threads can share.
@@ -13,6 +14,11 @@ from numba.extending import intrinsic
 from llvmlite import ir
 
 from .cpu_cache import load_only
+from .cpu_trig import sincos32
+
+# (sin(x), cos(x)) of a float32 from one argument reduction: generated code spells every float32
+# wp.sin, wp.cos and their derivatives with it (codegen/inline_rules.py FLOAT32_ONLY).
+rt_sincos = sincos32
 
 
 @intrinsic

@@ -137,6 +137,26 @@ def cos32(x):
     return float32(value)
 
 
+@njit(cache=True, forceinline=True)
+def sincos32(x):
+    """``(sin32(x), cos32(x))``, bit for bit, from one reduction and one pair of polynomials.
+
+    Generated code calls it for every float32 sine and cosine (the adjoint of each needs the
+    other), forced inline: the copies LLVM inlines for one angle are identical and fold into one,
+    where ``sin32`` and ``cos32`` inlined side by side are not (each was optimized alone first).
+    A joint rotation ``quat_from_axis_angle`` and its adjoint reduced their angle four times."""
+    r, quadrant, negative = _reduce(x)
+    s, c = _sine_cosine(r)
+    odd = quadrant & 1
+    sine = c if odd else s
+    cosine = -s if odd else c  # cos(t) = sin(t + pi/2)
+    if (quadrant & 2) != (negative << 1):
+        sine = -sine
+    if quadrant & 2:
+        cosine = -cosine
+    return float32(sine), float32(cosine)
+
+
 @njit(cache=True, error_model="numpy")  # no zero-divisor branch: the loop stays vectorizable
 def tan32(x):
     """Tangent of a float32, correctly rounded but for rare ties (see the module docstring)."""

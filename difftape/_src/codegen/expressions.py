@@ -15,7 +15,7 @@ from ..frontend import ir
 from . import naming
 from .activity import Analysis
 from .emitter import ConstantPool, SourceBuilder, cast, plus
-from .inline_rules import INLINE_NEEDS, INLINE_RULES
+from .inline_rules import FLOAT32_ONLY, INLINE_NEEDS, INLINE_RULES
 from .offsets import thread_offset
 from .signs import gathered_locals, is_nonnegative, nonnegative_locals, reads_arrays
 from .strips import STRIP, Strips
@@ -28,6 +28,8 @@ MAX_LANE_BYTES = 64 * 1024
 _INLINE_FLOAT = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _INLINE_INT = {"add": "+", "sub": "-", "mul": "*", "bit_and": "&", "bit_or": "|",
                "bit_xor": "^", "lshift": "<<", "rshift": ">>"}
+# Float32 sine and cosine are components of rt_sincos(x) (see inline_rules.FLOAT32_ONLY).
+_SINCOS = {"sin": 0, "cos": 1}
 _COMPARE = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 
@@ -234,6 +236,9 @@ class ExprCoder:
         if key == "where" and t is not dtypes.bool_:
             return cast(f"{args[1]} if {args[0]} else {args[2]}", t)
         symbol = naming.runtime_symbol(call)
+        if key in _SINCOS and symbol.endswith(naming.FLOAT32_SUFFIX):
+            self.runtime.add(FLOAT32_ONLY[key])
+            return f"{FLOAT32_ONLY[key]}({args[0]})[{_SINCOS[key]}]"
         self.symbols.add(symbol)
         text = f"{symbol}({', '.join(args)})"
         return text if t is dtypes.bool_ else cast(text, t)
@@ -290,7 +295,11 @@ class ExprCoder:
                   if record.differentiable.get(n, False) and self.analysis.expr_active(a)]
         if not wanted:
             return
-        if record.key in INLINE_RULES and dtypes.is_float(call.type):
+        if record.key in INLINE_RULES and dtypes.is_float(call.type) and (
+                record.key not in FLOAT32_ONLY or
+                naming.runtime_symbol(call).endswith(naming.FLOAT32_SUFFIX)):
+            if record.key in FLOAT32_ONLY:
+                self.runtime.add(FLOAT32_ONLY[record.key])
             needs = INLINE_NEEDS[record.key]
             args = [self.value_of(a, out, temps) if k in needs else None
                     for k, a in enumerate(call.args)]

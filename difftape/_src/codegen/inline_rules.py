@@ -1,5 +1,5 @@
-"""Derivative rules of ``+ - * /``, unary ``-``/``+``, ``sqrt`` and ``where``, spelled inline in
-generated adjoints.
+"""Derivative rules of ``+ - * /``, unary ``-``/``+``, ``sqrt``, ``where`` and float32 ``sin`` and
+``cos``, spelled inline in generated adjoints.
 
 These are the registry records' rules (``ops/arithmetic.py``) written as expressions, so that the
 commonest operations cost no function call, no tuple and no Numba typing work in adjoint code
@@ -23,8 +23,16 @@ INLINE_RULES = {
     "sqrt": lambda x, ret, g, zero: (f"({g} / ({ret} + {ret}))",),
     "where": lambda c, a, b, ret, g, zero: (None, f"({g} if {c} else {zero})",
                                             f"({zero} if {c} else {g})"),
+    # rt_sincos(x) = (sin(x), cos(x)) from one argument reduction, which LLVM computes once for
+    # every sine, cosine and derivative of one angle (backends/cpu_trig.py sincos32).
+    "sin": lambda x, ret, g, zero: (f"({g} * rt_sincos({x})[1])",),
+    "cos": lambda x, ret, g, zero: (f"(-{g} * rt_sincos({x})[0])",),
 }
 
 # Which values each rule reads (argument positions, or "ret"): only those are computed.
 INLINE_NEEDS = {"add": (), "sub": (), "neg": (), "pos": (), "mul": (0, 1), "div": (1, "ret"),
-                "sqrt": ("ret",), "where": (0,)}
+                "sqrt": ("ret",), "where": (0,), "sin": (0,), "cos": (0,)}
+
+# Rules spelled with a float32 helper: used only where every float the call takes is a float32
+# (others call the registry's rule), and the runtime helper the module must then import.
+FLOAT32_ONLY = {"sin": "rt_sincos", "cos": "rt_sincos"}
