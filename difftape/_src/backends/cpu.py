@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import dtypes
 from ..cache_files import cache_dir, write_atomically
-from ..codegen import naming
+from ..codegen import naming, strides
 from ..codegen.activity import analyze, scatter_sites
 from ..codegen.adjoint import AdjointWriter
 from ..codegen.emitter import ConstantPool, SourceBuilder, plus
@@ -694,6 +694,8 @@ def _generate(kernel: ir.KernelIR, variant: Variant, origin: str, directions: tu
         runtime |= more_runtime
         constants.values.update(more_constants.values)
     header = _HEADER.format(version=_difftape_version, kernel=kernel.name, origin=origin)
+    if strides.gathers_pay(body):
+        header += f"LLVM_OPTIONS = {(cpu_llvm.NO_STRIDE_VERSIONING,)!r}  # codegen/strides.py\n"
     if runtime:
         header += f"from difftape._src.backends.cpu_runtime import {', '.join(sorted(runtime))}\n"
     imports = sorted(symbols) + sorted("adj_" + s for s in rules)
@@ -759,6 +761,9 @@ def build_program(kernel: ir.KernelIR, variant: Variant, origin: str) -> CpuProg
     module, path = load_module(kernel.name, source)
     forward = getattr(module, naming.forward_function(kernel.name), None)
     adjoint = getattr(module, naming.adjoint_function(kernel.name), None)
+    for function in (forward, adjoint):
+        if function is not None:
+            cpu_llvm.compile_under(function, getattr(module, "LLVM_OPTIONS", ()))
     return CpuProgram(forward, adjoint, source, path, variant, views)
 
 

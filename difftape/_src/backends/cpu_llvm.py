@@ -15,6 +15,9 @@ kernel ``u1[i, j] = u[i, j]`` became one call per row. glibc's memcpy copies suc
 of 1024x1024 float32 took 2.6 ms against 0.2 for the vectorized loop that
 ``-disable-loop-idiom-memcpy`` leaves in its place.
 
+``compile_under`` sets an option for one generated module's compilation only:
+``NO_STRIDE_VERSIONING`` where ``codegen/strides.py`` finds that gathers pay.
+
 LLVM options are process-wide: other Numba code compiled in the same process is vectorized under
 the same limit and keeps its copy loops too (``docs/architecture.md``).
 """
@@ -22,6 +25,7 @@ the same limit and keeps its copy loops too (``docs/architecture.md``).
 from __future__ import annotations
 
 import llvmlite.binding as llvm
+from numba.core.compiler_lock import global_compiler_lock
 
 SCEV_CHECK_THRESHOLD = 128
 
@@ -36,6 +40,35 @@ def apply() -> None:
     for option in OPTIONS:
         llvm.set_option("difftape", option)
     llvm._difftape_options = OPTIONS
+
+
+# Vectorize loops whose accesses step by a run-time row length with gathers, instead of versioning
+# them on that length being 1 (codegen/strides.py).
+NO_STRIDE_VERSIONING = "-enable-mem-access-versioning=false"
+_RESETS = {NO_STRIDE_VERSIONING: "-enable-mem-access-versioning=true"}  # LLVM's defaults
+
+
+def compile_under(dispatcher, options: tuple[str, ...]) -> None:
+    """Make ``dispatcher`` compile with ``options`` set, and LLVM's defaults back afterwards.
+
+    Every compilation of a Numba dispatcher goes through its ``compile`` method (calls of
+    unseen argument types too) under Numba's compiler lock, which no other thread's compilation
+    can hold meanwhile; loading from the disk cache passes through as well, harmlessly."""
+    if not options:
+        return
+    original = dispatcher.compile
+
+    def compile(signature):
+        with global_compiler_lock:
+            for option in options:
+                llvm.set_option("difftape", option)
+            try:
+                return original(signature)
+            finally:
+                for option in options:
+                    llvm.set_option("difftape", _RESETS[option])
+
+    dispatcher.compile = compile
 
 
 def stamp() -> str:

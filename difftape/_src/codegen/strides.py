@@ -1,0 +1,65 @@
+"""Whether LLVM should vectorize a kernel's thread loop with gathers where threads read and write
+rows of 2-D (and higher) arrays.
+
+A thread that reads ``q[i, k]`` steps through ``q`` by its row length, known only at run time.
+LLVM's loop vectorizer then versions the loop on that stride being 1 ("memory access versioning":
+the vectorized loop runs only if ``q.shape[1] == 1``), which a real row never is: the scalar loop
+runs. Without the versioning it vectorizes such accesses with gathers and scatters. That pays in a
+kernel with much arithmetic per row access (the benchmark's rigid chain: 8 joint angles a thread
+read from ``q[i, k]``, then ~700 operations: forward 45 -> 10 ms, backward 72 -> 17.5 at 200k
+robots on one core), and costs in a kernel that mostly moves rows (``y[i] = x[i, 0] * 2 +
+x[i, 1]`` over 4M rows: 4.2 ms scalar, 16-21 ms with gathers, which keep the loads of a
+streamed array from overlapping). ``gathers_pay`` decides per kernel by that ratio; ``backends/cpu_llvm.py`` compiles
+the kernel's module under the option it implies.
+
+Calibration (one AMD EPYC core, float32 rows of 3 read per thread, then a chain of dependent
+multiply-adds; scalar ms / gathered ms): 1.7 operations per access 4.6/10.6 (4M rows, streamed)
+and 0.02/0.08 (32k, in cache); 5.7: 8.3/10.8 and 0.09/0.07; 11: 22.5/13.2 and 0.28/0.09; 22:
+65/16 and 0.73/0.19.
+"""
+
+from __future__ import annotations
+
+from ..frontend import ir
+
+# Arithmetic operations per row access from which the gathered loop is the faster (the two kernels
+# above have 1 and 84).
+WORK_PER_ROW_ACCESS = 8
+
+
+def _row_access(array: ir.ArrayRef | None, indices: tuple[ir.Expr, ...]) -> bool:
+    """An access whose leading indices vary (not constants): its address steps by a row."""
+    if array is None or array.ndim < 2:
+        return False
+    return any(not isinstance(e, ir.Const) for e in indices[:array.ndim - 1])
+
+
+def _expressions(stmt: ir.Stmt):
+    for name in ("value", "cond", "start", "stop", "step"):
+        e = getattr(stmt, name, None)
+        if isinstance(e, ir.Expr):
+            yield e
+    yield from getattr(stmt, "indices", ())
+
+
+def counts(body: list[ir.Stmt]) -> tuple[int, int]:
+    """(row accesses, arithmetic operations) in the statements of ``body``, each counted once
+    however often a loop runs it."""
+    rows = work = 0
+    for stmt in ir.walk_stmts(body):
+        if isinstance(stmt, (ir.Store, ir.Atomic)) and _row_access(stmt.array, stmt.indices):
+            rows += 1
+        for root in _expressions(stmt):
+            for e in ir.walk_expr(root):
+                if isinstance(e, ir.Load) and _row_access(e.array, e.indices):
+                    rows += 1
+                elif isinstance(e, ir.Call):
+                    work += 1
+    return rows, work
+
+
+def gathers_pay(body: list[ir.Stmt]) -> bool:
+    """Whether the kernel has row accesses and enough arithmetic per access that its thread loop
+    should be vectorized with gathers and scatters rather than left scalar."""
+    rows, work = counts(body)
+    return rows > 0 and work >= WORK_PER_ROW_ACCESS * rows
