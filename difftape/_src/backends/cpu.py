@@ -36,7 +36,7 @@ from ..codegen.structure import structure
 from ..errors import InternalError
 from ..frontend import ir
 from ..version import __version__ as _difftape_version
-from . import cpu_cache, cpu_llvm, cpu_numba_memo
+from . import cpu_cache, cpu_index, cpu_llvm, cpu_numba_memo
 from .cpu_runtime import FLUSH_DENORMALS
 from .cpu_symbols import runtime_stamp
 
@@ -739,6 +739,13 @@ def load_module(kernel_name: str, source: str):
     path = os.path.join(cache_dir(), module_name + ".py")
     if not os.path.exists(path):
         write_atomically(path, source.encode())
+    return _import(kernel_name, module_name, path)
+
+
+def _import(kernel_name: str, module_name: str, path: str):
+    """Import the generated module ``module_name`` from ``path`` (once per process)."""
+    if module_name in sys.modules:
+        return sys.modules[module_name], path
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
@@ -757,8 +764,18 @@ def build_program(kernel: ir.KernelIR, variant: Variant, origin: str) -> CpuProg
     """A launch's program: the forward, or (a variant with ``flags``) the adjoint compiled for
     its launches' flags; each is written and cached as a module of its own."""
     directions = (False,) if variant.flags is None else (True,) if variant.backward else ()
-    source, views = _generate(kernel, variant, origin, directions)
-    module, path = load_module(kernel.name, source)
+    key = cpu_index.key(kernel, variant, origin, directions)
+    known = cpu_index.lookup(key) if key else None
+    if known is None:
+        source, views = _generate(kernel, variant, origin, directions)
+        module, path = load_module(kernel.name, source)
+        if key:
+            cpu_index.remember(key, module.__name__, views)
+    else:
+        module_name, path, views = known
+        module, path = _import(kernel.name, module_name, path)
+        with open(path, encoding="utf-8") as f:
+            source = f.read()
     forward = getattr(module, naming.forward_function(kernel.name), None)
     adjoint = getattr(module, naming.adjoint_function(kernel.name), None)
     for function in (forward, adjoint):
