@@ -53,7 +53,8 @@ def test_float_privates_are_lane_arrays_outside_debug_mode():
     forward = source.split("def total_adjoint")[0]
     assert "priv_1[uint64(rt_lane)] += " in forward and "priv_2[uint64(rt_lane)] -= " in forward
     assert "priv_3 += " in forward  # the integer count
-    assert "for rt_k in range(1, rt_lanes): rt_total_priv_1 += priv_1[rt_k]" in forward
+    assert "priv_1 = rt_stack_zeros(512, np.float32, rt_lanes)" in forward
+    assert "rt_lane_total(priv_1, rt_lanes)" in forward
     assert "[uint64(rt_lane)]" in scaled.source().split("def scaled_adjoint")[1]
     debug = debug_reference(total.source)
     assert "rt_lane" not in debug and "priv_1 += " in debug
@@ -136,7 +137,7 @@ def many_totals(y: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
 
 def test_lane_arrays_are_bounded_in_stack_bytes():
     forward = many_totals.source().split("def many_totals_adjoint")[0]
-    laned = forward.count("for rt_k in range(rt_lanes): priv_")
+    laned = forward.count("= rt_stack_zeros(512, np.")
     assert laned * 512 * 8 <= MAX_LANE_BYTES < (laned + 1) * 512 * 8
     assert "priv_18 += " in forward  # past the bound: a plain local
     n = 1000
@@ -176,3 +177,32 @@ def test_lane_adds_vectorize(tmp_path):
     (a 1024 x 1024 sum of squares took 0.9 ms instead of 0.15). A fresh cache: Numba cannot
     inspect cached code."""
     assert run_fresh(tmp_path, _VECTORIZED) == ["12288.0", "True", "True"]
+
+
+def test_lane_intrinsics_zero_and_sum_in_order():
+    """``rt_stack_zeros`` zeroes the lanes a chunk uses; ``rt_lane_total`` adds them first to
+    last, as a Python loop does in float32 (the order matters for these values)."""
+    from numba import njit
+
+    from difftape._src.backends.cpu_runtime import rt_lane_total, rt_stack_zeros
+
+    @njit
+    def lanes(values, count):
+        lane = rt_stack_zeros(512, np.float32, count)
+        zeroed = True
+        for k in range(count):
+            zeroed = zeroed and lane[k] == 0
+            lane[k] += values[k]
+        return zeroed, rt_lane_total(lane, count)
+
+    rng = np.random.default_rng(0)
+    values = (rng.standard_normal(512) * 10.0 ** rng.integers(-4, 5, 512)).astype(np.float32)
+    for count in (1, 2, 7, 300, 512):
+        zeroed, total = lanes(values, count)
+        expected = values[0]
+        for v in values[1:count]:
+            expected = np.float32(expected + v)
+        assert zeroed and total == expected, count
+    ones = np.ones(512, np.float32)
+    ones[0] = 2.0 ** 24  # adding 1 to it rounds back to it; the ones summed first would not
+    assert lanes(ones, 300)[1] == 2.0 ** 24

@@ -564,19 +564,18 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
     if guard:
         out.line(guard)
     # A chunk's threads use no more lanes than the innermost dimension has threads: a short
-    # launch zeroes and sums only those. The loops are written out here rather than called:
-    # each helper function would cost a cold compile ~0.15 s.
+    # launch zeroes and sums only those. Intrinsics, not loops, zero and sum them: a loop each
+    # cost compile time (rt_stack_zeros); a helper function each, ~0.15 s of a cold compile.
     privates = []
     for local, _, _, _, t in writer.privates:
         if local in writer.laned:
-            privates += [f"{local} = rt_stack_array({STRIP}, np.{t.__name__})",
-                         f"for rt_k in range(rt_lanes): {local}[rt_k] = {writer.zero(t)}"]
+            privates.append(f"{local} = rt_stack_zeros({STRIP}, np.{t.__name__}, rt_lanes)")
         else:
             privates.append(f"{local} = {writer.zero(t)}")
     if writer.laned:
         threads = "hi - lo" if variant.rank == 1 else f"dim{variant.rank - 1}"
         privates.insert(0, f"rt_lanes = max(1, min({STRIP}, {threads}))")
-        writer.runtime.add("rt_stack_array")
+        writer.runtime.update(("rt_stack_zeros", "rt_lane_total"))
     setup = [f"{sym} = float32({sym}_in)" for sym in sorted(narrowed - copies)]
     setup += stacks + privates
     if strips is not None:
@@ -617,9 +616,7 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
         for local, array, index, guard, _ in writer.privates:
             total = local
             if local in writer.laned:  # lane by lane, in order
-                total = f"rt_total_{local}"
-                out.line(f"{total} = {local}[0]")
-                out.line(f"for rt_k in range(1, rt_lanes): {total} += {local}[rt_k]")
+                total = f"rt_lane_total({local}, rt_lanes)"
             flush = f"rt_atomic_add({array}, ({index},), {total})"
             out.line(f"if {guard}: {flush}" if guard else flush)
     if variant.flush_denormals:

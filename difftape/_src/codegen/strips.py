@@ -187,7 +187,7 @@ class Strips:
                     lines += [loop, f"    {_add_line(add, indices)}"]
         scattered = [add for add in self.adds if add.offset is None]
         if not scattered:
-            return lines
+            return _numbered(lines)
         guards = {add.guard for add in scattered}
         common = guards.pop() if len(guards) == 1 else ""
         indent = "    " if common else ""
@@ -219,7 +219,7 @@ class Strips:
         lines += adds
         lines.append(f"{indent}for rt_s in range(rt_ahead, rt_strip_end - rt_strip):")
         lines += adds
-        return lines
+        return _numbered(lines)
 
     def _buffer(self, code: str, dtype: str, lines: list[str], index: ir.Expr | None = None):
         """The buffer holding ``code``'s value per thread of the strip (``index``: the IR of an
@@ -265,6 +265,25 @@ class Strips:
 
 
 _ARITHMETIC = frozenset({"add", "sub", "mul", "neg", "pos", "abs", "min", "max", "where"})
+
+
+
+_LOOP_VARIABLE = re.compile(r"\brt_s\b")
+
+
+def _numbered(lines: list[str]) -> list[str]:
+    """``lines`` with each flush loop's variable named apart (``rt_s1``, ``rt_s2``, ...): Numba's
+    SSA pass makes one pass over the whole function per variable assigned more than once, and
+    every loop assigns its variable."""
+    out, number, depth = [], 0, None
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        if depth is not None and indent <= depth:
+            depth = None
+        if line.lstrip().startswith("for rt_s in "):
+            number, depth = number + 1, indent
+        out.append(_LOOP_VARIABLE.sub(f"rt_s{number}", line) if depth is not None else line)
+    return out
 
 
 def _float_work(body: list[ir.Stmt]) -> int:
