@@ -77,6 +77,16 @@ def test_constant_indices_are_module_constants():
     assert "uint64(i32_" not in source
 
 
+def test_the_replay_assigns_once_assigned_locals_directly():
+    """``tmp_7 = link[...]``, not ``var_19 = link[...]`` and then ``tmp_7 = var_19``: the value's
+    temporary is the local itself, which nothing reassigns before the reverse sweep reads it.
+    Locals assigned again (``a``, ``r``) still get their value through a temporary."""
+    adjoint = _functions(rigid_chain.source())["rigid_chain_adjoint"]
+    assert re.search(r"^\s*tmp_\d+ = \(?[\w\[]", adjoint, re.M)
+    assert not re.search(r"^\s*tmp_\d+ = var_\d+$", adjoint, re.M)
+    assert re.search(r"^\s*a_0 = var_\d+$", adjoint, re.M)
+
+
 def test_gradients_match_finite_differences():
     check_tape(_run, _inputs(), {"out": np.zeros((5, 3))}, DTYPES)
 
