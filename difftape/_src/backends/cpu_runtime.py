@@ -198,17 +198,23 @@ def rt_stack_array(typingctx, size, dtype):
     (its first use costs a process 0.25 s), and LLVM knows it overlaps no argument."""
     if not isinstance(size, types.IntegerLiteral) or not isinstance(dtype, types.NumberClass):
         return None
-    count, element = size.literal_value, dtype.instance_type
-    array_type = types.Array(element, 1, "C")
+    element = dtype.instance_type
 
     def codegen(context, builder, signature, args):
-        data_type = context.get_data_type(element)
-        data = cgutils.alloca_once(builder, data_type, size=count)  # in the entry block
-        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(data_type))
-        return _array_1d(context, builder, array_type, data,
-                         context.get_constant(types.intp, count), itemsize, None)
+        return _on_stack(context, builder, element, size.literal_value)[0]
 
-    return array_type(size, dtype), codegen
+    return types.Array(element, 1, "C")(size, dtype), codegen
+
+
+def _on_stack(context, builder, element, length: int):
+    """A C-contiguous 1-D array of ``length`` ``element`` values allocated in the function's
+    entry block; and its data pointer and item size."""
+    data_type = context.get_data_type(element)
+    data = cgutils.alloca_once(builder, data_type, size=length)
+    itemsize = context.get_constant(types.intp, context.get_abi_sizeof(data_type))
+    array = _array_1d(context, builder, types.Array(element, 1, "C"), data,
+                      context.get_constant(types.intp, length), itemsize, None)
+    return array, data, itemsize
 
 
 @intrinsic
@@ -223,19 +229,15 @@ def rt_stack_zeros(typingctx, size, dtype, count):
     if not (isinstance(size, types.IntegerLiteral) and isinstance(dtype, types.NumberClass)
             and isinstance(count, types.Integer)):
         return None
-    length, element = size.literal_value, dtype.instance_type
-    array_type = types.Array(element, 1, "C")
+    element = dtype.instance_type
 
     def codegen(context, builder, signature, args):
-        data_type = context.get_data_type(element)
-        data = cgutils.alloca_once(builder, data_type, size=length)  # in the entry block
-        itemsize = context.get_constant(types.intp, context.get_abi_sizeof(data_type))
+        array, data, itemsize = _on_stack(context, builder, element, size.literal_value)
         n = context.cast(builder, args[2], signature.args[2], types.intp)
         cgutils.memset(builder, data, builder.mul(n, itemsize), 0)  # zero: all bits 0
-        return _array_1d(context, builder, array_type, data,
-                         context.get_constant(types.intp, length), itemsize, None)
+        return array
 
-    return array_type(size, dtype, count), codegen
+    return types.Array(element, 1, "C")(size, dtype, count), codegen
 
 
 @intrinsic

@@ -267,7 +267,6 @@ class Strips:
 _ARITHMETIC = frozenset({"add", "sub", "mul", "neg", "pos", "abs", "min", "max", "where"})
 
 
-
 _LOOP_VARIABLE = re.compile(r"\brt_s\b")
 
 
