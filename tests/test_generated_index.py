@@ -120,3 +120,12 @@ def test_an_ir_that_does_not_pickle_has_no_key():
     kernel = ir.KernelIR(name="odd", params=[], locals={}, tid_vars=(),
                          body=[ir.Assign(target="a", value=ir.Const(float, lambda: 0.0))])
     assert cpu_index.key(kernel, _square.variant(1), "f.py:1", (False,)) is None
+
+
+def test_an_ir_nested_past_pickles_depth_has_no_key():
+    value = ir.Const(float, 1.0)
+    for _ in range(100_000):
+        value = ir.Cast(float, value)
+    kernel = ir.KernelIR(name="deep", params=[], locals={}, tid_vars=(),
+                         body=[ir.Assign(target="a", value=value)])
+    assert cpu_index.key(kernel, _square.variant(1), "f.py:1", (False,)) is None

@@ -93,7 +93,7 @@ def _ir_digest(kernel: ir.KernelIR) -> bytes | None:
         try:
             _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(kernel)
             digest = hashlib.sha256(out.getvalue()).digest()
-        except (pickle.PicklingError, TypeError, AttributeError):
+        except Exception:  # an unpicklable constant, an expression nested past pickle's depth
             digest = None
         kernel.__dict__["_difftape_digest"] = digest
     return digest
