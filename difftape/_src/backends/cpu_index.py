@@ -126,4 +126,8 @@ def lookup(entry_key: str) -> tuple[str, str, object] | None:
 
 
 def remember(entry_key: str, module_name: str, views) -> None:
-    write_atomically(_path(entry_key), pickle.dumps((module_name, views)))
+    """Keep the entry; one that cannot be written only costs a later process the generation."""
+    try:
+        write_atomically(_path(entry_key), pickle.dumps((module_name, views)))
+    except (OSError, pickle.PicklingError):
+        pass
