@@ -28,6 +28,17 @@ _SCRIPT = """
 
     cpu._generate = counting
 
+    from difftape._src import access
+
+    analyzed = []
+    _analyze = access.analyze_access
+
+    def analyzing(kernel):
+        analyzed.append(kernel.name)
+        return _analyze(kernel)
+
+    access.analyze_access = analyzing
+
     SCALE = wp.constant(float(sys.argv[1]))
 
     @wp.kernel
@@ -58,6 +69,7 @@ _SCRIPT = """
             with open(program.path) as f:
                 assert f.read() == program.source
     out["generated"] = sorted(generated)
+    out["analyzed"] = sorted(analyzed)
     print(json.dumps(out))
 """
 
@@ -76,12 +88,14 @@ def _runs(tmp_path, argv_seeds) -> list[dict]:
 
 
 def test_a_later_process_imports_known_modules_and_generates_changed_ones(tmp_path):
-    """Forward and adjoint of both kernels are generated once; a process with other string hash
-    seeds finds them all; a changed constant generates the kernel that reads it, only."""
+    """Forward and adjoint of both kernels are generated once, and their access facts analysed
+    once; a process with other string hash seeds finds them all; a changed constant generates
+    and analyses the kernel that reads it, only."""
     first, again, changed = _runs(tmp_path, [("2.0", 1), ("2.0", 2), ("3.0", 3)])
     assert first["generated"] == ["partial_sum", "partial_sum", "scaled", "scaled"]
-    assert again["generated"] == []
-    assert changed["generated"] == ["scaled", "scaled"]
+    assert first["analyzed"] == ["partial_sum", "scaled"]
+    assert again["generated"] == again["analyzed"] == []
+    assert changed["generated"] == ["scaled", "scaled"] and changed["analyzed"] == ["scaled"]
     assert first["scaled"] == again["scaled"] == [[0.0, 2.0, 8.0, 18.0], [0.0, 4.0, 8.0, 12.0]]
     assert changed["scaled"] == [[0.0, 3.0, 12.0, 27.0], [0.0, 6.0, 12.0, 18.0]]
     assert first["partial_sum"] == again["partial_sum"] == changed["partial_sum"] == [

@@ -20,6 +20,7 @@ import ast
 import functools
 from dataclasses import dataclass
 
+from .backends import cpu_index
 from .codegen.activity import Analysis, analyze
 from .codegen.structure import structure
 from .frontend import ir
@@ -40,8 +41,8 @@ class KernelAccess:
 def access_of(kernel) -> KernelAccess:
     """The access facts of ``kernel`` (a ``Kernel``), computed on first use and cached on it."""
     facts = kernel.__dict__.get("_access")
-    if facts is None:
-        facts = kernel._access = analyze_access(kernel.ir)
+    if facts is None:  # read back from the cache directory where a process computed it before
+        facts = kernel._access = cpu_index.remembered(kernel.ir, "access", analyze_access)
     return facts
 
 

@@ -1,4 +1,5 @@
-"""Which generated module a kernel produces, remembered across processes.
+"""Which generated module a kernel produces, and other facts its IR alone decides, remembered
+across processes.
 
 A generated module's text follows from the kernel's typed IR, the variant, the kernel's origin,
 which functions it holds, and difftape's own code: nothing else. A process whose kernels are all
@@ -6,7 +7,9 @@ in Numba's disk cache still generated each text to find the module's name (its c
 big kernel's whole first launch, nearly (the rigid chain, forward and adjoint: 0.13 s of
 0.2 s). This index maps a fingerprint of those inputs to the module's name and the replica views
 that generating it returned, one small file per entry in the cache directory; a process that
-finds an entry imports the module without generating it.
+finds an entry imports the module without generating it. ``remembered`` keeps other pure
+functions of the IR the same way (``access.py``'s facts: 30 ms of the rigid chain's first
+launch).
 
 The fingerprint is the IR pickled, builtins by key and types by what they are (a scalar's name,
 a composite's kind, shape and scalar, a struct's fields), with difftape's code as the hash of its
@@ -99,18 +102,38 @@ def _ir_digest(kernel: ir.KernelIR) -> bytes | None:
     return digest
 
 
-def key(kernel: ir.KernelIR, variant, origin: str, directions: tuple[bool, ...]) -> str | None:
-    """The index key of the module generated from these inputs; None if the IR has no
-    fingerprint."""
+def _entry_key(kernel: ir.KernelIR, rest: tuple) -> str | None:
     digest = _ir_digest(kernel)
     if digest is None:
         return None
-    rest = (repr(variant), origin, directions, _code_stamp(), numba.__version__)
+    rest += (_code_stamp(), numba.__version__)
     return hashlib.sha256(digest + repr(rest).encode()).hexdigest()[:32]
+
+
+def key(kernel: ir.KernelIR, variant, origin: str, directions: tuple[bool, ...]) -> str | None:
+    """The index key of the module generated from these inputs; None if the IR has no
+    fingerprint."""
+    return _entry_key(kernel, (repr(variant), origin, directions))
 
 
 def _path(entry_key: str) -> str:
     return os.path.join(cache_dir(), f"index_{entry_key}.pkl")
+
+
+def remembered(kernel: ir.KernelIR, kind: str, compute):
+    """``compute(kernel)``, a function of the IR and difftape's code only, kept under ``kind``:
+    read back where a process computed it before, computed (and kept) otherwise."""
+    entry_key = _entry_key(kernel, (kind,))
+    if entry_key is None:
+        return compute(kernel)
+    try:
+        with open(_path(entry_key), "rb") as f:
+            return pickle.load(f)
+    except Exception:  # none yet, or unreadable: compute it
+        pass
+    value = compute(kernel)
+    _write(entry_key, value)
+    return value
 
 
 def lookup(entry_key: str) -> tuple[str, str, object] | None:
@@ -126,8 +149,12 @@ def lookup(entry_key: str) -> tuple[str, str, object] | None:
 
 
 def remember(entry_key: str, module_name: str, views) -> None:
-    """Keep the entry; one that cannot be written only costs a later process the generation."""
+    _write(entry_key, (module_name, views))
+
+
+def _write(entry_key: str, value) -> None:
+    """Keep an entry; one that cannot be written only costs a later process the work."""
     try:
-        write_atomically(_path(entry_key), pickle.dumps((module_name, views)))
+        write_atomically(_path(entry_key), pickle.dumps(value))
     except (OSError, pickle.PicklingError):
         pass
