@@ -71,8 +71,10 @@ def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int, single_assigned: s
     rebound = assigned(body)
     outer = {f"tid{k}" for k in range(rank - 1)} if rank > 1 else set()
     params = {p.symbol for p in kernel.flat_params() if not p.is_array}
+    written = {s.array.param for s in ir.walk_stmts(body) if isinstance(s, (ir.Store, ir.Atomic))}
+    read_only = {p.symbol for p in kernel.flat_params() if p.is_array} - written
     return Strips(var, f"t{rank - 1}", definitions(body, single_assigned), views,
-                  outer | (params - rebound))
+                  outer | (params - rebound), read_only)
 
 
 @dataclass
@@ -100,6 +102,7 @@ class Strips:
     defs: dict[str, ir.Expr]
     arrays: set[str]
     invariant_names: set[str]  # locals and parameters the body never rebinds, besides ``defs``
+    read_only: set[str] = field(default_factory=set)  # array parameters the body never writes
     adds: list[DeferredAdd] = field(default_factory=list)
     buffers: dict[str, tuple[str, str]] = field(default_factory=dict)  # key → (name, dtype)
     # A site that stayed in the body: its scattered add keeps the thread loop from vectorizing,
@@ -249,11 +252,15 @@ class Strips:
 
     def _stable(self, e: ir.Expr, depth: int) -> bool:
         """Whether ``e`` has one value all through one thread: computed by pure builtins from
-        constants, shapes, locals assigned once, parameters never rebound and thread indices."""
+        constants, shapes, locals assigned once, parameters never rebound, thread indices and
+        elements of arrays the body never writes (``si[s]`` in ``x[si[s]]``)."""
         if depth > _MAX_DEPTH:
             return False
         if isinstance(e, (ir.Const, ir.Shape)):
             return True
+        if isinstance(e, ir.Load):
+            return (not e.array.adjoint and e.array.param in self.read_only
+                    and all(self._stable(i, depth + 1) for i in e.indices))
         if isinstance(e, ir.Var):
             return e.name in self.defs or e.name in self.invariant_names \
                 or e.name in (self.var, "tidflat")
@@ -297,24 +304,36 @@ def _float_work(body: list[ir.Stmt]) -> int:
 
 
 def _component_pairs(scattered: list[DeferredAdd]) -> list[tuple[DeferredAdd, ...]]:
-    """The scattered sites in order, consecutive ones that add into components ``c`` and
-    ``c + 1`` of one row (a vector's x and y) paired: the flush adds both with one two-lane
-    load, add and store (each element gets the same additions in the same order; mass-spring
-    forces: 5% of the forward)."""
+    """The scattered sites in order, sites that add into components ``c`` and ``c + 1`` of one
+    row (a vector's x and y) paired: the flush adds both with one two-lane load, add and store
+    (mass-spring forces: 5% of the forward). A site moves ahead to its partner past sites that
+    add into other components of the same array, which can never be the same element (an
+    adjoint adds into ``x[j]`` and ``x[i]`` component by component, ``z`` first): each element
+    still gets the same additions in the same order."""
+    pending = list(scattered)
     groups: list[tuple[DeferredAdd, ...]] = []
-    k = 0
-    while k < len(scattered):
-        a = scattered[k]
-        b = scattered[k + 1] if k + 1 < len(scattered) else None
-        if (b is not None and a.last is not None and b.last == a.last + 1 and a.view == b.view
-                and a.sign == b.sign and a.guard == b.guard
-                and a.indices[:-1] == b.indices[:-1]):
-            groups.append((a, b))
-            k += 2
+    while pending:
+        a = pending.pop(0)
+        for k, b in enumerate(pending):
+            if _partners(a, b) and all(_distinct(s, b) for s in pending[:k]):
+                del pending[k]
+                groups.append((a, b) if b.last == a.last + 1 else (b, a))
+                break
         else:
             groups.append((a,))
-            k += 1
     return groups
+
+
+def _distinct(a: DeferredAdd, b: DeferredAdd) -> bool:
+    """Whether sites ``a`` and ``b`` never add into one element: other components of one array."""
+    return (a.view == b.view and a.last is not None and b.last is not None
+            and a.last != b.last)
+
+
+def _partners(a: DeferredAdd, b: DeferredAdd) -> bool:
+    return (a.last is not None and b.last is not None and abs(b.last - a.last) == 1
+            and a.view == b.view and a.sign == b.sign and a.guard == b.guard
+            and a.indices[:-1] == b.indices[:-1])
 
 
 def _pair_helper(add: DeferredAdd) -> str:
