@@ -335,11 +335,15 @@ def pull(x: wp.array(dtype=wp.vec3), si: wp.array(dtype=int), sj: wp.array(dtype
 def test_adjoint_pairs_components_across_rows_and_keeps_each_elements_order(threading, mode):
     """The adjoint adds into ``x[j]`` and ``x[i]`` component by component, z first (j.z, i.z,
     j.y, i.y, ...); its flush moves j.y up to j.z, past i.z, which is another component, and
-    adds each row's y and z as a pair. With springs from a row to itself and rows shared by
+    adds each row's y and z as a pair; ``x[i]`` gets ``-v`` where ``x[j]`` gets ``v``, flushed
+    as a subtraction of the same buffer. With springs from a row to itself and rows shared by
     many springs, every element still gets the float32 additions of the plain per-thread code
     in the same order."""
     adjoint = pull.source().split("def pull_adjoint")[1]
-    assert adjoint.count("rt_add_pair(rep_view_adj_x") == 4  # two rows, in each flush loop
+    # Per flush loop (two of them): a pair added into x[j], the same pair subtracted from x[i].
+    assert adjoint.count("rt_add_pair(rep_view_adj_x") == 2
+    assert adjoint.count("rt_sub_pair(rep_view_adj_x") == 2
+    assert adjoint.count("rt_stack_array(512, np.float32)") == 3  # x, y, z of one value
     threading(mode)
     n, rows = 3 * STRIP + 5, 23
     rng = np.random.default_rng(5)

@@ -8,6 +8,8 @@ into locals (``adj_x += …``) and array adjoints (through ``accumulate``).
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .. import dtypes
@@ -31,6 +33,9 @@ _INLINE_INT = {"add": "+", "sub": "-", "mul": "*", "bit_and": "&", "bit_or": "|"
 # Float32 sine and cosine are components of rt_sincos(x) (see inline_rules.FLOAT32_ONLY).
 _SINCOS = {"sin": 0, "cos": 1}
 _COMPARE = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+
+_NEGATED = re.compile(r"\(-(\w+)\)")  # a negated name, as the sub and neg rules spell it
 
 
 class ExprCoder:
@@ -86,6 +91,9 @@ class ExprCoder:
         strip when the body is strip-mined and the site qualifies (``strips.py``)."""
         self.replicas.setdefault(array, ref.param)
         self.replica_sites.setdefault(array, []).append(indices)
+        negated = _NEGATED.fullmatch(value)
+        if negated:  # x + (-v) is x - v exactly; strips then buffer v once for both signs
+            sign, value = ("-" if sign == "+" else "+"), negated[1]
         view = naming.replica_view(array)
         codes = self.index_codes(indices, temps, ref)
         element = dtypes.scalar_of(ref.dtype)
@@ -308,7 +316,9 @@ class ExprCoder:
                                                      self.constants.name(0, call.type))
             for k in wanted:
                 arg, c = call.args[k], contributions[k]
-                if c != g and not isinstance(arg, ir.Var):
+                # An array element's contribution is added once: it needs no name of its own
+                # (and a negated one, ``(-g)``, is subtracted: replica_add).
+                if c != g and not isinstance(arg, (ir.Var, ir.Load)):
                     name = self.new_temp(arg.type)
                     out.line(f"{name} = {c}")
                     c = name
