@@ -9,8 +9,8 @@ kernel with much arithmetic per row access (the benchmark's rigid chain: 8 joint
 read from ``q[i, k]``, then ~700 operations: forward 45 -> 10 ms, backward 72 -> 17.5 at 200k
 robots on one core), and costs in a kernel that mostly moves rows (``y[i] = x[i, 0] * 2 +
 x[i, 1]`` over 4M rows: 4.2 ms scalar, 16-21 ms with gathers, which keep the loads of a
-streamed array from overlapping). ``gathers_pay`` decides per kernel by that ratio; ``backends/cpu_llvm.py`` compiles
-the kernel's module under the option it implies.
+streamed array from overlapping). ``gathers_pay`` decides per kernel by that ratio;
+``backends/cpu_llvm.py`` compiles the kernel's module under the option it implies.
 
 Calibration (one AMD EPYC core, float32 rows of 3 read per thread, then a chain of dependent
 multiply-adds; scalar ms / gathered ms): 1.7 operations per access 4.6/10.6 (4M rows, streamed)
@@ -34,14 +34,6 @@ def _row_access(array: ir.ArrayRef | None, indices: tuple[ir.Expr, ...]) -> bool
     return any(not isinstance(e, ir.Const) for e in indices[:array.ndim - 1])
 
 
-def _expressions(stmt: ir.Stmt):
-    for name in ("value", "cond", "start", "stop", "step"):
-        e = getattr(stmt, name, None)
-        if isinstance(e, ir.Expr):
-            yield e
-    yield from getattr(stmt, "indices", ())
-
-
 def counts(body: list[ir.Stmt]) -> tuple[int, int]:
     """(row accesses, arithmetic operations) in the statements of ``body``, each counted once
     however often a loop runs it."""
@@ -49,7 +41,7 @@ def counts(body: list[ir.Stmt]) -> tuple[int, int]:
     for stmt in ir.walk_stmts(body):
         if isinstance(stmt, (ir.Store, ir.Atomic)) and _row_access(stmt.array, stmt.indices):
             rows += 1
-        for root in _expressions(stmt):
+        for root in ir.statement_exprs(stmt):
             for e in ir.walk_expr(root):
                 if isinstance(e, ir.Load) and _row_access(e.array, e.indices):
                     rows += 1

@@ -71,8 +71,7 @@ def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int, single_assigned: s
     rebound = assigned(body)
     outer = {f"tid{k}" for k in range(rank - 1)} if rank > 1 else set()
     params = {p.symbol for p in kernel.flat_params() if not p.is_array}
-    written = {s.array.param for s in ir.walk_stmts(body) if isinstance(s, (ir.Store, ir.Atomic))}
-    read_only = {p.symbol for p in kernel.flat_params() if p.is_array} - written
+    read_only = {p.symbol for p in kernel.flat_params() if p.is_array} - kernel.written_arrays
     return Strips(var, f"t{rank - 1}", definitions(body, single_assigned), views,
                   outer | (params - rebound), read_only)
 
