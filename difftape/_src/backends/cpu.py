@@ -45,6 +45,7 @@ _HEADER = """\
 import numpy as np
 from numba import njit
 from numba import float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64
+from difftape._src.backends.cpu_pipeline import GeneratedCodeCompiler
 """
 
 
@@ -542,7 +543,8 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
                           f"{dtype}); {kind}top = 0")
     out = SourceBuilder()
     # nogil: the launcher runs chunks of one launch on several Python threads at once.
-    options = ["cache=True", "error_model='numpy'", "nogil=True"]
+    options = ["cache=True", "error_model='numpy'", "nogil=True",
+               "pipeline_class=GeneratedCodeCompiler"]  # cpu_pipeline.py
     if variant.noalias and NOALIAS_OPTION:
         options.append(f"{NOALIAS_OPTION}=True")
     if variant.debug:
@@ -570,8 +572,9 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
     for local, _, _, _, t in writer.privates:
         if local in writer.laned:
             privates.append(f"{local} = rt_stack_zeros({STRIP}, np.{t.__name__}, rt_lanes)")
-        else:
-            privates.append(f"{local} = {writer.zero(t)}")
+        else:  # integers sum in 64 bits: Numba's ``int32 + int32`` is an int64
+            wide = (dtypes.int64 if t.kind == "int" else dtypes.uint64) if dtypes.is_int(t) else t
+            privates.append(f"{local} = {writer.zero(wide)}")
     if writer.laned:
         threads = "hi - lo" if variant.rank == 1 else f"dim{variant.rank - 1}"
         privates.insert(0, f"rt_lanes = max(1, min({STRIP}, {threads}))")

@@ -42,8 +42,8 @@ def runtime_stamp() -> str:
         ops = os.path.join(os.path.dirname(here), "ops")
         files = [os.path.join(here, name)
                  for name in ("cpu_bits.py", "cpu_exp.py", "cpu_inverse_trig.py", "cpu_math.py",
-                              "cpu_overload.py", "cpu_runtime.py", "cpu_symbols.py",
-                              "cpu_trig.py")]
+                              "cpu_overload.py", "cpu_pipeline.py", "cpu_runtime.py",
+                              "cpu_symbols.py", "cpu_trig.py")]
         if os.path.isdir(ops):
             files += sorted(os.path.join(ops, f) for f in os.listdir(ops) if f.endswith(".py"))
         digest = hashlib.sha256()
