@@ -16,12 +16,14 @@ def ir_of(kernel, adjoint=False):
 """
 
 
-def run_fresh(tmp_path, script: str) -> list[str]:
+def run_fresh(tmp_path, script: str, compile_ahead: bool = False) -> list[str]:
     """The words ``script`` prints, run in a new process with empty kernel and Numba caches
-    (Numba cannot inspect the IR of code it loaded from its cache)."""
+    (Numba cannot inspect the IR of code it loaded from its cache), which compiles its adjoints
+    itself unless ``compile_ahead`` (a forked child's are loaded from the cache)."""
     env = dict(os.environ, DIFFTAPE_CACHE_DIR=str(tmp_path / "kernels"),
-               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+               NUMBA_CACHE_DIR=str(tmp_path / "numba"),
+               DIFFTAPE_COMPILE_AHEAD="1" if compile_ahead else "0")
     path = tmp_path / "script.py"
     path.write_text(script)
     return subprocess.run([sys.executable, str(path)], env=env, capture_output=True,
-                          text=True, check=True).stdout.split()
+                          text=True, check=True, timeout=600).stdout.split()

@@ -108,7 +108,8 @@ def test_second_process_loads_compiled_kernels_from_disk_cache(tmp_path):
                 hits += sum(fn.stats.cache_hits.values()) if fn is not None else 0
         print(hits, x.grad.numpy().tolist())
     """))
-    env = dict(os.environ, DIFFTAPE_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(os.environ, DIFFTAPE_CACHE_DIR=str(tmp_path / "cache"),
+               DIFFTAPE_COMPILE_AHEAD="0")  # each process compiles its adjoint itself
     runs = [subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
                            text=True, check=True).stdout.split(maxsplit=1) for _ in range(2)]
     assert runs[0][0] == "0", "first process must compile"
@@ -214,7 +215,7 @@ def _two_processes(tmp_path, script: str, argv=((), ())) -> list:
     path = tmp_path / "script.py"
     path.write_text(textwrap.dedent(script))
     env = dict(os.environ, DIFFTAPE_CACHE_DIR=str(tmp_path / "cache"),
-               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+               NUMBA_CACHE_DIR=str(tmp_path / "numba"), DIFFTAPE_COMPILE_AHEAD="0")
     return [json.loads(subprocess.run([sys.executable, str(path), *args], env=env,
                                       capture_output=True, text=True, check=True).stdout)
             for args in argv]

@@ -80,7 +80,8 @@ def _runs(tmp_path, argv_seeds) -> list[dict]:
     runs = []
     for arg, seed in argv_seeds:
         env = dict(os.environ, DIFFTAPE_CACHE_DIR=str(tmp_path / "cache"),
-                   NUMBA_CACHE_DIR=str(tmp_path / "numba"), PYTHONHASHSEED=str(seed))
+                   NUMBA_CACHE_DIR=str(tmp_path / "numba"), PYTHONHASHSEED=str(seed),
+                   DIFFTAPE_COMPILE_AHEAD="0")
         runs.append(json.loads(subprocess.run([sys.executable, str(path), arg], env=env,
                                               capture_output=True, text=True,
                                               check=True).stdout))

@@ -45,6 +45,13 @@ def _thread_pool() -> concurrent.futures.ThreadPoolExecutor:
     return _pool
 
 
+def pool_threads() -> set:
+    """The pool's worker threads: idle whenever no launch runs in this process (a launch
+    returns once its chunks have)."""
+    pool = _pool
+    return set(getattr(pool, "_threads", ())) if pool is not None else set()
+
+
 def run(fn, dims: list[int], args: list, views: list[tuple[np.ndarray, bool, bool, bool]],
         chunks: int, margin: int = 0) -> None:
     """Call ``fn(lo, hi, *dims, *args, *chunk_views)`` over ``chunks`` (at least 2) row ranges

@@ -56,6 +56,11 @@ cpu_parallel: str = "auto"
 # With cpu_parallel="auto", launches with at least this many threads run in parallel.
 parallel_threshold: int = 50_000
 
+# On a kernel's first launch on a Tape, compile its adjoint in a forked process while the forward
+# compiles and runs, when a core is spare (Linux, one Python thread; compile_ahead.py).
+# DIFFTAPE_COMPILE_AHEAD=0 in the environment turns it off.
+compile_ahead: bool = _os.environ.get("DIFFTAPE_COMPILE_AHEAD", "1") != "0"
+
 # Where compiled kernel modules are cached on disk.
 cache_dir: str = _os.environ.get("DIFFTAPE_CACHE_DIR") or _os.path.join(
     _os.path.expanduser("~"), ".cache", "difftape"

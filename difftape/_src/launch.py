@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from . import chunks, config, dtypes, overwrite, read_flags
+from . import chunks, compile_ahead, config, dtypes, overwrite, read_flags
 from . import tape as tape_module
 from .array import array
 from .array_storage import inner_ndim, is_plain
@@ -466,7 +466,7 @@ def _rank_error(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...]) -> Laun
 
 def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int, adjoint: bool,
              args: list, arrays: list, receiving: tuple[list, list, list] | None,
-             plain: bool = False) -> None:
+             plain: bool = False, compile_only: bool = False):
     """Pick the program and chunking for one launch and run it.
 
     Compiled code assumes its array arguments never overlap (so LLVM can vectorize); a launch
@@ -475,7 +475,9 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
     parameters could be lost. ``receiving``: the adjoint buffers, has-adjoint and consume flags
     of an adjoint launch (None in a forward one), from which ``_receiver`` makes ``_threading``'s
     ``receiver`` when it is needed. ``plain``: every array argument is plain storage, so the
-    compiled entry point is called without Numba's dispatcher (``cpu_entry.py``)."""
+    compiled entry point is called without Numba's dispatcher (``cpu_entry.py``).
+    ``compile_only``: run nothing, return the dispatcher and the signature this launch calls it
+    with."""
     receiver = None
     # An adjoint is compiled for its launch's has-adjoint and consume flags (cpu._specialised).
     flags = (*receiving[1], *receiving[2]) if adjoint else None
@@ -496,6 +498,12 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
     views = program.views[adjoint]
     if views and receiver is None:
         receiver = _receiver(plan, args, receiving)
+    if compile_only:  # chunks get views of the same types as the whole arrays (C-contiguous)
+        call = [0, dims[0], *dims, *args, *[receiver(view.param)[0] for view in views]]
+        signature = cpu_entry.signature(call) if plain else (None,)
+        if None in signature:  # the dispatcher types the call itself
+            signature = tuple(fn.typeof_pyval(value) for value in call)
+        return fn, signature
     try:
         if plain:
             fn = program.entries[adjoint] or cpu_entry.entry_point(
@@ -573,15 +581,19 @@ def inplace_snapshots(kernel: Kernel, args: list) -> dict[int, np.ndarray]:
 
 
 def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: list,
-                snapshots: dict[int, np.ndarray] | None = None, checked: bool = False) -> None:
+                snapshots: dict[int, np.ndarray] | None = None, checked: bool = False,
+                compile_only: bool = False):
     """Run the adjoint of one launch: accumulate into input adjoints, consume output adjoints.
 
     ``snapshots`` holds pre-launch copies of in-place arrays; without them the current contents
     are used (a manual adjoint launch). Either way the adjoint works on a private copy.
     ``checked``: the caller (the Tape) already saw that the kernel has an adjoint.
+    ``compile_only``: run nothing; return what ``_execute`` returns for it (compile_ahead.py).
     """
     if kernel.generic_params:
         kernel = kernel.specialize(args)
+    if compile_ahead.pending or compile_ahead.queued:
+        compile_ahead.wait(kernel)
     if not checked and not kernel.enable_backward:
         raise LaunchError(f"Failed to find backward kernel '{kernel.key}' from module "
                           f"'{kernel.module}' for device 'cpu'")
@@ -601,10 +613,13 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
     buffers, has, consume, staged, plain_buffers = pack_adjoints(kernel, args, adj_args, plan)
     total = dims[0] if len(dims) == 1 else _total(dims)
     if total == 0:
-        return
+        return None
 
     arrays = plan.packed_arrays(packed)
     arrays += [b for b, flag in zip(buffers, has) if flag]
+    if compile_only:
+        return _execute(kernel, plan, dims, total, True, packed + buffers + has + consume,
+                        arrays, (buffers, has, consume), plain and plain_buffers, True)
     _execute(kernel, plan, dims, total, True, packed + buffers + has + consume, arrays,
              (buffers, has, consume), plain and plain_buffers)
     for grad, data in staged:
@@ -668,10 +683,13 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     if adjoint:
         run_adjoint(kernel, dims, args, list(adj_inputs) + list(adj_outputs))
     else:
-        if active is not None and plan.inplace and kernel.enable_backward:
-            snapshots = inplace_snapshots(kernel, args)
-            if snapshots:
-                metadata["inplace_snapshots"] = snapshots
+        if active is not None and kernel.enable_backward:
+            if compile_ahead.queued or kernel not in compile_ahead.started:
+                compile_ahead.start(kernel, dims, args, active)
+            if plan.inplace:
+                snapshots = inplace_snapshots(kernel, args)
+                if snapshots:
+                    metadata["inplace_snapshots"] = snapshots
         _run_forward(kernel, plan, dims, args)
     if active is not None:
         versions = overwrite.read_versions(kernel, args)

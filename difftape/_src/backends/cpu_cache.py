@@ -175,6 +175,16 @@ def _runtime_library(target_context):
     return library
 
 
+def in_cache(dispatcher: Dispatcher, signature: tuple) -> bool:
+    """Whether Numba's disk cache holds ``dispatcher`` compiled for ``signature`` (what its
+    ``compile`` would load instead of compiling)."""
+    cache = getattr(dispatcher, "_cache", None)
+    if not isinstance(cache, FunctionCache) or not getattr(cache, "_enabled", True):
+        return False
+    key = cache._index_key(signature, dispatcher.targetctx.codegen())
+    return key in cache._cache_file._load_index()
+
+
 def load_only(dispatcher: Dispatcher) -> Dispatcher:
     """Make ``dispatcher`` (an ``@njit(cache=True)`` function) load through
     :class:`LoadOnlyCache`; anything else is returned unchanged."""

@@ -41,15 +41,21 @@ def numba_type(value):
     return None
 
 
+def signature(call_args: list) -> tuple:
+    """The Numba signature of a call with ``call_args`` (plain arrays only); None in it where a
+    value has no type here."""
+    try:
+        return tuple(numba_type(value) for value in call_args)
+    except NumbaNotImplementedError:  # a dtype Numba has no type for
+        return (None,)
+
+
 def entry_point(program, adjoint: bool, call_args: list):
     """The compiled function of ``program``'s forward or adjoint for calls like ``call_args``
     (plain arrays only), remembered in ``program.entries``; the dispatcher itself when a value
     has no type here."""
     dispatcher = program.adjoint if adjoint else program.forward
-    try:
-        signature = tuple(numba_type(value) for value in call_args)
-    except NumbaNotImplementedError:  # a dtype Numba has no type for
-        signature = (None,)
-    entry = dispatcher if None in signature else dispatcher.compile(signature)
+    types_of_call = signature(call_args)
+    entry = dispatcher if None in types_of_call else dispatcher.compile(types_of_call)
     program.entries[adjoint] = entry
     return entry
