@@ -96,42 +96,35 @@ def test_a_warm_cache_needs_no_child_to_wait_for(tmp_path):
     assert _same_gradient(again["grad"])
 
 
-@forking
-def test_a_child_that_dies_while_compiling_leaves_the_parent_to_compile(tmp_path):
-    setup = textwrap.indent(textwrap.dedent("""
+# What goes wrong, as script lines, and whether a child is forked at all.
+MISHAPS = {
+    "child dies while compiling": ("""
         def die(kernel, dims, args, tape, write_end):
             os.write(write_end, compile_ahead._COMPILING)
             os._exit(3)
         compile_ahead._compile_in_child = die
-    """), " " * 4)
-    found = _run(tmp_path, ahead=True, setup=setup)
-    assert (found["children"], found["adjoint"]) == ("1", "0")
-    assert _same_gradient(found["grad"])
-
-
-@forking
-def test_a_stuck_child_is_stopped(tmp_path):
-    setup = textwrap.indent(textwrap.dedent("""
+    """, "1"),
+    "child stuck (no CPU used)": ("""
         def stuck(kernel, dims, args, tape, write_end):
             os.write(write_end, compile_ahead._COMPILING)
             time.sleep(600)
         compile_ahead._compile_in_child = stuck
         compile_ahead._STALL_S = 0.3
-    """), " " * 4)
-    found = _run(tmp_path, ahead=True, setup=setup)
-    assert (found["children"], found["adjoint"]) == ("1", "0")
-    assert _same_gradient(found["grad"])
-
-
-@forking
-def test_no_child_while_another_thread_runs(tmp_path):
-    setup = textwrap.indent(textwrap.dedent("""
+    """, "1"),
+    "another thread runs: no fork": ("""
         import threading
         release = threading.Event()
         threading.Thread(target=release.wait, daemon=True).start()
-    """), " " * 4)
-    found = _run(tmp_path, ahead=True, setup=setup)
-    assert (found["children"], found["adjoint"]) == ("0", "0")
+    """, "0"),
+}
+
+
+@forking
+@pytest.mark.parametrize("mishap", list(MISHAPS))
+def test_the_parent_compiles_what_no_child_did(tmp_path, mishap):
+    lines, children = MISHAPS[mishap]
+    found = _run(tmp_path, ahead=True, setup=textwrap.indent(textwrap.dedent(lines), " " * 4))
+    assert (found["children"], found["adjoint"]) == (children, "0")
     assert _same_gradient(found["grad"])
 
 
