@@ -89,10 +89,10 @@ def test_a_forked_child_compiles_the_adjoint_into_the_cache(tmp_path):
 
 
 @forking
-def test_a_warm_cache_needs_no_child_to_wait_for(tmp_path):
+def test_a_warm_cache_forks_no_child(tmp_path):
     _run(tmp_path, ahead=True)
-    again = _run(tmp_path, ahead=True)  # the child finds the adjoint cached and says nothing
-    assert (again["forward"], again["adjoint"]) == ("1", "1")
+    again = _run(tmp_path, ahead=True)  # the index knows the kernel: no fork
+    assert (again["children"], again["forward"], again["adjoint"]) == ("0", "1", "1")
     assert _same_gradient(again["grad"])
 
 

@@ -12,14 +12,14 @@ mass-spring 2.3 -> 1.5 s).
 The child only ever writes the disk cache, whose files are written whole and renamed into place,
 so whatever becomes of it, the parent's results do not depend on it: if the child failed, or
 worked out a launch other than the one ``backward()`` makes, the parent compiles as it would
-have. A child that finds the adjoint already cached exits without saying so (a warm process
-waits a few milliseconds at most). Each spare core compiles one kernel's adjoint at a time;
-kernels launched meanwhile wait their turn, and are forked for at a later launch. A forked child
-has only the thread that forked it, and would wait forever for a lock another thread held at the
-fork; so it forks only when the process has no Python thread but this one and the idle workers
-of difftape's launch pool, on Linux (``fork`` and ``/proc``), with at least two cores this
-process may use, one child per spare core. ``wp.config.compile_ahead = False`` (or
-``DIFFTAPE_COMPILE_AHEAD=0``) turns it off.
+have. A kernel an earlier process compiled (the module index knows its forward) forks nothing,
+and a child that finds the adjoint cached all the same exits without saying so. Each spare core
+compiles one kernel's adjoint at a time; kernels launched meanwhile wait their turn, and are
+forked for at a later launch. A forked child has only the thread that forked it, and would wait
+forever for a lock another thread held at the fork; so it forks only when the process has no
+Python thread but this one and the idle workers of difftape's launch pool, on Linux (``fork``
+and ``/proc``), with at least two cores this process may use, one child per spare core.
+``wp.config.compile_ahead = False`` (or ``DIFFTAPE_COMPILE_AHEAD=0``) turns it off.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import time
 import warnings
 
 from . import chunks, config
+from .backends import cpu_index
 
 # Kernels whose adjoint a child is compiling: kernel -> (pid, read end of its pipe, pid of the
 # process that forked it: a process forked later, by the user, must leave those children alone).
@@ -54,13 +55,26 @@ def start(kernel, dims: tuple[int, ...], args: list, tape) -> None:
     ``tape.backward()`` will make, for this kernel and those waiting, as far as cores allow."""
     if kernel not in started:
         started.add(kernel)
-        if not config.compile_ahead or sys.platform != "linux":
+        if not config.compile_ahead or sys.platform != "linux" or _ran_before(kernel, len(dims)):
             return
     elif kernel not in queued:
         _fork_queued()
         return
     queued[kernel] = (dims, args, tape)
     _fork_queued()
+
+
+def _ran_before(kernel, rank: int) -> bool:
+    """Whether an earlier process generated this kernel's forward (the module index knows it):
+    its adjoint is then most likely in the disk cache, and a fork cannot pay (the parent's
+    copy-on-write page faults while the child lives cost a warm mass-spring first launch 20-40
+    ms)."""
+    origin = kernel.origin()
+    for atomic in (False, True):
+        key = cpu_index.key(kernel.ir, kernel.variant(rank, atomic), origin, (False,))
+        if key and cpu_index.lookup(key) is not None:
+            return True
+    return False
 
 
 def _fork_queued() -> None:
