@@ -55,7 +55,8 @@ def start(kernel, dims: tuple[int, ...], args: list, tape) -> None:
     ``tape.backward()`` will make, for this kernel and those waiting, as far as cores allow."""
     if kernel not in started:
         started.add(kernel)
-        if not config.compile_ahead or sys.platform != "linux" or _ran_before(kernel, len(dims)):
+        if (not config.compile_ahead or sys.platform != "linux" or not kernel.enable_backward
+                or _ran_before(kernel, len(dims))):
             return
     elif kernel not in queued:
         _fork_queued()

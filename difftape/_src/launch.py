@@ -683,10 +683,10 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     if adjoint:
         run_adjoint(kernel, dims, args, list(adj_inputs) + list(adj_outputs))
     else:
-        if active is not None and kernel.enable_backward:
+        if active is not None:
             if compile_ahead.queued or kernel not in compile_ahead.started:
                 compile_ahead.start(kernel, dims, args, active)
-            if plan.inplace:
+            if plan.inplace and kernel.enable_backward:
                 snapshots = inplace_snapshots(kernel, args)
                 if snapshots:
                     metadata["inplace_snapshots"] = snapshots
