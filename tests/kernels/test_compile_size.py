@@ -87,6 +87,22 @@ def test_the_replay_assigns_once_assigned_locals_directly():
     assert re.search(r"^\s*a_0 = var_\d+$", adjoint, re.M)
 
 
+def test_an_accumulator_known_to_be_zero_starts_with_its_first_add():
+    """In straight-line reverse code an accumulator's first add is a plain assignment
+    (``acc_7 = g``, not ``acc_7 = adj_x + g`` with ``adj_x`` zero), also after its value was
+    taken (no ``acc_9 = f64_0p0 + g``); one whose adds all became versions is never zeroed."""
+    adjoint = _functions(rigid_chain.source())["rigid_chain_adjoint"]
+    assert re.search(r"^\s*acc_\d+ = \(", adjoint, re.M)
+    assert not re.search(r"= f(32|64)_0p0 \+ ", adjoint)
+    zeroed = re.findall(r"^\s*(adj_\w+) = f64_0p0$", adjoint, re.M)
+    for name in zeroed:
+        assert len(re.findall(rf"\b{name}\b", adjoint)) > 1, name
+    first = {}
+    for version, source in re.findall(r"^\s*(acc_\d+) = (adj_\w+) \+ ", adjoint, re.M):
+        first.setdefault(source, version)
+    assert all(name in zeroed for name in first), "read by name, so zeroed first"
+
+
 def test_gradients_match_finite_differences():
     check_tape(_run, _inputs(), {"out": np.zeros((5, 3))}, DTYPES)
 

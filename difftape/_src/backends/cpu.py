@@ -256,7 +256,8 @@ def _write_bodies(kernel: ir.KernelIR, bodies: list[list[ir.Stmt]], analysis,
         writer.thread_defs = plain_defs if body is bodies[0] else definitions(
             body, analysis.single_assigned)
         writer.in_reverse, writer.depth = False, 0
-        writer.versions.clear()  # accumulators start under their own names in every body
+        writer.versions.clear()  # accumulators start under their own names in every body,
+        writer.fresh, writer.touched = adjoint, set()  # zeroed by the body's prologue
         inner = SourceBuilder()
         if adjoint:
             inner.line("# replay: recompute the forward values, saving what later code overwrites")
@@ -601,8 +602,11 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
     # Only names that may be read before their first assignment get a typed zero: values the
     # replay saves before overwriting, and adjoint accumulators. Defining every temporary up
     # front would make each one a multiply-assigned variable and Numba's SSA pass quadratic.
+    # An accumulator whose every add became a version of it (acc_7 = g) is never read by name.
+    named = {name for line in lines for name in _NAME.findall(line)}
     declared = {k: v for k, v in {**kernel.locals, **writer.declared}.items()
-                if k in analysis.restored or k.startswith(("adj_", "flag_"))}
+                if k in analysis.restored or k.startswith("flag_")
+                or (k.startswith("adj_") and k in named)}
     writer.declarations(prologue, declared)
     if swapped_adjoint:
         _interchanged_adjoint_loops(kernel, variant, out, setup, prologue.lines, swap, writer)

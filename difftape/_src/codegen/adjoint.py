@@ -210,6 +210,7 @@ class AdjointWriter(ForwardWriter):
     def reverse_CustomCall(self, s: ir.CustomCall, out: SourceBuilder) -> None:
         self.comment(s, out)
         self.flush(out)  # the custom gradient reads and writes adjoints by name
+        self.fresh = False
         saved = self.in_reverse
         self.write(s.grad_body, out, replay=False, effects=True)
         self.in_reverse = saved

@@ -67,6 +67,13 @@ class ExprCoder:
         # Inside blocks (depth > 0) accumulators are updated in place under their own name.
         self.versions: dict[str, str] = {}
         self.depth = 0
+        # An accumulator known to hold zero gets its first add as a plain assignment
+        # (acc_7 = g, not acc_7 = adj_x + g; the sum's sign of zero aside, the same value):
+        # one whose version is a typed zero (``take``), or, with ``fresh`` (the reverse sweep
+        # of a thread body whose accumulators were just zeroed), one nothing has touched yet.
+        self.fresh = False
+        self.touched: set[str] = set()
+        self.zeros: set[str] = set()
         # Thread-invariant accumulation sites (a loss at index 0, a shared coefficient's
         # adjoint) add into a local flushed once per chunk with one atomic, instead of every
         # thread contending on one address.
@@ -345,17 +352,25 @@ class ExprCoder:
         if self.depth == 0:
             self.counter += 1
             version = f"acc_{self.counter}"
-            out.line(f"{version} = {self.versions.get(adj, adj)} + {g}")
+            current = self.versions.get(adj, adj)
+            if current in self.zeros or (self.fresh and current == adj
+                                         and adj not in self.touched):
+                out.line(f"{version} = {g}")
+            else:
+                out.line(f"{version} = {current} + {g}")
             self.versions[adj] = version
         else:
+            self.touched.add(adj)
             out.line(f"{adj} += {g}")
 
     def take(self, adj: str, t: type, out: SourceBuilder) -> str:
         """The value accumulated in ``adj``, which is reset to zero."""
         if self.depth == 0:
             value = self.versions.get(adj, adj)
-            self.versions[adj] = self.zero(t)
+            self.versions[adj] = zero = self.zero(t)
+            self.zeros.add(zero)
             return value
+        self.touched.add(adj)
         g = self.new_temp(t)
         out.line(f"{g} = {adj}; {adj} = {self.zero(t)}")
         return g
@@ -365,6 +380,7 @@ class ExprCoder:
         for adj, version in self.versions.items():
             if version != adj:
                 out.line(f"{adj} = {version}")
+                self.touched.add(adj)
         self.versions.clear()
 
     def declarations(self, out: SourceBuilder, names: dict[str, type]) -> None:
