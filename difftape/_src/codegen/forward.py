@@ -398,6 +398,7 @@ class ForwardWriter(ExprCoder):
             out.line(f"{name} = {self.zero(typ)}")
         out.extend(forward)
         out.extend(reverse)
+        self.touched.update(n for n in sub.declared if n.startswith("adj_"))  # set by name here
         self.counter = sub.counter
         self.symbols |= sub.symbols
         self.rules |= sub.rules
