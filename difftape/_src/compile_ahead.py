@@ -52,17 +52,21 @@ _DECIDE_S = 0.25  # how long backward() waits for a child to say whether it comp
 def start(kernel, dims: tuple[int, ...], args: list, tape) -> None:
     """At a launch of ``kernel`` on ``tape`` (its first, or one while it waits for a core),
     before its forward compiles: fork children that compile the adjoint launches
-    ``tape.backward()`` will make, for this kernel and those waiting, as far as cores allow."""
-    if kernel not in started:
-        started.add(kernel)
-        if (not config.compile_ahead or sys.platform != "linux" or not kernel.enable_backward
-                or _ran_before(kernel, len(dims))):
+    ``tape.backward()`` will make, for this kernel and those waiting, as far as cores allow.
+    Nothing here may fail a launch: where it cannot tell, it compiles nothing ahead."""
+    try:
+        if kernel not in started:
+            started.add(kernel)
+            if (not config.compile_ahead or sys.platform != "linux"
+                    or not kernel.enable_backward or _ran_before(kernel, len(dims))):
+                return
+        elif kernel not in queued:
+            _fork_queued()
             return
-    elif kernel not in queued:
+        queued[kernel] = (dims, args, tape)
         _fork_queued()
-        return
-    queued[kernel] = (dims, args, tape)
-    _fork_queued()
+    except Exception:
+        queued.clear()
 
 
 def _ran_before(kernel, rank: int) -> bool:
@@ -169,8 +173,13 @@ def wait(kernel) -> None:
             _wait_for(pid, read_end)
         else:
             _stop(pid)
+    except OSError:  # the pipe or the child is gone: the parent compiles what it must
+        pass
     finally:
-        os.close(read_end)
+        try:
+            os.close(read_end)
+        except OSError:
+            pass
 
 
 def _wait_for(pid: int, read_end: int) -> None:
