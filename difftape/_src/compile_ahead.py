@@ -42,7 +42,9 @@ pending: dict = {}
 # Kernels waiting for a core (every spare one compiles for another): kernel -> its latest launch
 # on a Tape, (dims, args, tape); forked for, oldest first, as cores free up.
 queued: dict = {}
-started: set = set()  # kernels seen on a Tape (each is compiled ahead at most once a process)
+# A kernel seen on a Tape carries this attribute (each is compiled ahead at most once a process;
+# on the kernel, not in a set here, so that a kernel made and dropped at run time can go).
+SEEN = "_compile_ahead_seen"
 
 _COMPILING = b"c"  # what a child writes once it knows it compiles (the cache lacks the adjoint)
 _STALL_S = 5.0  # a child that used no CPU for this long is taken to be stuck, and killed
@@ -55,8 +57,8 @@ def start(kernel, dims: tuple[int, ...], args: list, tape) -> None:
     ``tape.backward()`` will make, for this kernel and those waiting, as far as cores allow.
     Nothing here may fail a launch: where it cannot tell, it compiles nothing ahead."""
     try:
-        if kernel not in started:
-            started.add(kernel)
+        if SEEN not in kernel.__dict__:
+            setattr(kernel, SEEN, True)
             if (not config.compile_ahead or sys.platform != "linux"
                     or not kernel.enable_backward or _ran_before(kernel, len(dims))):
                 return

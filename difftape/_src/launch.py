@@ -684,7 +684,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
         run_adjoint(kernel, dims, args, list(adj_inputs) + list(adj_outputs))
     else:
         if active is not None:
-            if compile_ahead.queued or kernel not in compile_ahead.started:
+            if compile_ahead.queued or compile_ahead.SEEN not in kernel.__dict__:
                 compile_ahead.start(kernel, dims, args, active)
             if plan.inplace and kernel.enable_backward:
                 snapshots = inplace_snapshots(kernel, args)
