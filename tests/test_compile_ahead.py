@@ -77,13 +77,16 @@ def _same_gradient(found: str) -> bool:
 
 
 @forking
-def test_a_forked_child_compiles_the_adjoint_into_the_cache(tmp_path):
-    first = _run(tmp_path / "cold", ahead=True)
+@pytest.mark.parametrize("mode", ["auto", "replicate", "parallel"])
+def test_a_forked_child_compiles_the_adjoint_into_the_cache(tmp_path, mode):
+    """Serial launches ("auto" at this size), and launches in two chunks with per-chunk copies
+    of the adjoint arrays or with atomics: the child names the signature the adjoint runs with."""
+    first = _run(tmp_path / "cold", ahead=True, setup=f"wp.config.cpu_parallel = {mode!r}")
     assert first["children"] == "1"
     assert first["forward"] == "0", "the parent compiles its forward"
     assert first["adjoint"] == "1", "the parent loads the adjoint the child compiled"
     assert _same_gradient(first["grad"]), first
-    off = _run(tmp_path / "off", ahead=False)
+    off = _run(tmp_path / "off", ahead=False, setup=f"wp.config.cpu_parallel = {mode!r}")
     assert (off["children"], off["forward"], off["adjoint"]) == ("0", "0", "0")
     assert off["grad"] == first["grad"]
 
