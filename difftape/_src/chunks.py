@@ -13,43 +13,42 @@ one compiled function per kernel direction serves serial and multi-threaded laun
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 import threading
 
 import numba
 import numpy as np
 
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
+from .workers import Workers
+
+_workers: Workers | None = None
+_workers_lock = threading.Lock()
 
 
-def _forget_pool() -> None:
-    """In a forked child the pool's threads do not exist: start a new pool on first use."""
-    global _pool
-    _pool = None
+def _forget_workers() -> None:
+    """In a forked child the workers' threads do not exist: start new ones on first use."""
+    global _workers, _workers_lock
+    _workers, _workers_lock = None, threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
+    os.register_at_fork(after_in_child=_forget_workers)
 
 
-def _thread_pool() -> concurrent.futures.ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        with _pool_lock:
-            if _pool is None:
-                _pool = concurrent.futures.ThreadPoolExecutor(
-                    max_workers=max(1, numba.config.NUMBA_NUM_THREADS - 1),
-                    thread_name_prefix="difftape")
-    return _pool
+def _thread_workers() -> Workers:
+    global _workers
+    if _workers is None or _workers.broken:
+        with _workers_lock:
+            if _workers is None or _workers.broken:
+                _workers = Workers(max(1, numba.config.NUMBA_NUM_THREADS - 1))
+    return _workers
 
 
 def pool_threads() -> set:
-    """The pool's worker threads: idle whenever no launch runs in this process (a launch
-    returns once its chunks have)."""
-    pool = _pool
-    return set(getattr(pool, "_threads", ())) if pool is not None else set()
+    """The workers' threads: idle whenever no launch runs in this process (a launch returns
+    once its chunks have)."""
+    workers = _workers
+    return set(workers.threads) if workers is not None else set()
 
 
 def run(fn, dims: list[int], args: list, views: list[tuple[np.ndarray, bool, bool, bool]],
@@ -77,26 +76,19 @@ def run(fn, dims: list[int], args: list, views: list[tuple[np.ndarray, bool, boo
     held = [(max(lo, hi - margin), hi) for lo, hi in bounds] if margin else []
     if held:
         bounds = [(lo, held_lo) for (lo, _), (held_lo, _) in zip(bounds, held)]
-    pool = _thread_pool()
-    futures = [pool.submit(fn, lo, hi, *dims, *args, *per_chunk[c])
-               for c, (lo, hi) in enumerate(bounds) if c > 0 and hi > lo]
-    try:
-        if bounds[0][1] > bounds[0][0]:
-            fn(bounds[0][0], bounds[0][1], *dims, *args, *per_chunk[0])
-    finally:
-        errors = [f.exception() for f in futures]  # waits for every chunk
-    for err in errors:
-        if err is not None:
-            raise err
+    workers = _thread_workers()
+    workers.run([(fn, (lo, hi, *dims, *args, *per_chunk[c]))
+                 for c, (lo, hi) in enumerate(bounds) if c == 0 or hi > lo])
     for c, (lo, hi) in enumerate(held):
         if hi > lo:
             fn(lo, hi, *dims, *args, *per_chunk[c])
     for array, copies in sums:
-        _sum_into(array, copies, chunks, pool)
+        _sum_into(array, copies, chunks, workers)
 
 
-def _sum_into(array: np.ndarray, copies: np.ndarray, chunks: int, pool) -> None:
-    """``array += copies.sum(0)``, split over row ranges on the pool (numpy releases the GIL)."""
+def _sum_into(array: np.ndarray, copies: np.ndarray, chunks: int, workers: Workers) -> None:
+    """``array += copies.sum(0)``, split over row ranges on the workers (numpy releases the
+    GIL)."""
     rows = array.shape[0]
 
     def add(lo: int, hi: int) -> None:
@@ -104,8 +96,4 @@ def _sum_into(array: np.ndarray, copies: np.ndarray, chunks: int, pool) -> None:
         for copy in copies:
             np.add(part, copy[lo:hi], out=part)
 
-    bounds = [(c * rows // chunks, (c + 1) * rows // chunks) for c in range(chunks)]
-    futures = [pool.submit(add, lo, hi) for lo, hi in bounds[1:]]
-    add(*bounds[0])
-    for f in futures:
-        f.result()
+    workers.run([(add, (c * rows // chunks, (c + 1) * rows // chunks)) for c in range(chunks)])
