@@ -19,6 +19,7 @@ import threading
 import numba
 import numpy as np
 
+from .backends import cpu_reduce
 from .workers import Workers
 
 _workers: Workers | None = None
@@ -87,13 +88,7 @@ def run(fn, dims: list[int], args: list, views: list[tuple[np.ndarray, bool, boo
 
 
 def _sum_into(array: np.ndarray, copies: np.ndarray, chunks: int, workers: Workers) -> None:
-    """``array += copies.sum(0)``, split over row ranges on the workers (numpy releases the
-    GIL)."""
+    """``array += copies.sum(0)``, split over row ranges on the workers."""
     rows = array.shape[0]
-
-    def add(lo: int, hi: int) -> None:
-        part = array[lo:hi]
-        for copy in copies:
-            np.add(part, copy[lo:hi], out=part)
-
-    workers.run([(add, (c * rows // chunks, (c + 1) * rows // chunks)) for c in range(chunks)])
+    workers.run(cpu_reduce.add_copies_calls(
+        array, copies, [(c * rows // chunks, (c + 1) * rows // chunks) for c in range(chunks)]))

@@ -4,30 +4,31 @@
 them. A worker polls for its next call for ``SPIN_S`` after each (``backends/cpu_spin.py``)
 before it sleeps, and the launching thread polls for the workers' results just as long: a
 sleeping thread is woken by an interrupt from another core, which on a virtual machine whose
-idle cores halt costs tens of microseconds (a ThreadPoolExecutor round trip took 31-64 us on
-the 2-core test VM, this one 3-4 us).
+idle cores halt costs tens of microseconds (a round trip of two empty calls took 31-64 us
+through a ThreadPoolExecutor on the 2-core test VM, 6-7 us here).
 
-The flags are read and written from Python, under the GIL, except for the compiled polling
-loops, which only read them; the GIL orders those Python accesses, so a flag set before a
-check of the other thread's flag is seen by that thread's later check, and no wake-up is lost.
+Python code reads and writes the flags under the GIL, which orders those accesses. The compiled
+functions poll without it; the two flags set without it (a worker's "done", a waiting
+launcher's "waiting") are set by an atomic exchange followed by a check of the other's flag,
+so of the two threads one always sees the other's, and no wake-up is lost.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 
 import numpy as np
 
 from .backends import cpu_spin
 
-# How long a worker polls for its next call, and a launch for its workers' results.
-SPIN_S = 200e-6
+# How long a worker polls for its next call, and a launch for its workers' results (of the
+# mass-spring tape's hand-offs, 22% found the worker asleep with 200 us, 4% with 1 ms).
+SPIN_S = 1e-3
 
 # How long a worker that sees its call posted still polls before it takes the GIL: the
 # launching thread holds the GIL until its own chunk's compiled code starts, and a worker
 # blocked on the GIL sleeps (and is woken slowly).
-AFTER_S = float(os.environ.get("DIFFTAPE_AFTER_S", "3e-6"))
+AFTER_S = 5e-6
 
 # Per-worker flag columns, in a 64-byte row of their own (no false sharing).
 _POSTED, _DONE, _ASLEEP, _WAITING = 0, 1, 2, 3
