@@ -93,7 +93,7 @@ def test_config_defaults():
     assert config.enable_vector_component_overwrites is False
     assert config.deterministic is False and config.fast_math is False
     assert config.cpu_parallel in ("serial", "parallel", "auto")
-    assert config.parallel_threshold == 50_000
+    assert config.parallel_threshold == 10_000
     assert config.log_level <= config.LOG_WARNING
 
 

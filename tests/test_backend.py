@@ -261,9 +261,11 @@ def neighbour_sum(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
 
 @pytest.fixture
 def chunk_counts(monkeypatch):
-    """The number of chunks of every multi-threaded launch run while the test runs."""
-    from difftape._src import chunks
+    """The number of chunks of every multi-threaded launch run while the test runs (every launch
+    that may use threads does: no timing, thread_choice.py)."""
+    from difftape._src import chunks, thread_choice
 
+    monkeypatch.setattr(thread_choice, "TIMED", False)
     counts = []
     run = chunks.run
 

@@ -48,13 +48,14 @@ deterministic: bool = False
 
 # How CPU launchers use threads (numba.get_num_threads() of them): "serial"; "parallel" (atomics
 # where threads may add to one element); "replicate" (such additions go to a per-thread copy of
-# the array, summed afterwards); or "auto": launches of at least parallel_threshold threads run
-# in parallel when they need no atomics or their copies are small next to the launch, serially
-# otherwise.
+# the array, summed afterwards); or "auto": launches of at least parallel_threshold threads may
+# run in parallel when they need no atomics or their copies are small next to the launch; the
+# first launches of each kernel direction and size run both ways, and the faster is kept
+# (thread_choice.py). Serially otherwise.
 cpu_parallel: str = "auto"
 
-# With cpu_parallel="auto", launches with at least this many threads run in parallel.
-parallel_threshold: int = 50_000
+# With cpu_parallel="auto", launches with fewer threads always run serially.
+parallel_threshold: int = 10_000
 
 # On a kernel's first launch on a Tape, compile its adjoint in a forked process while the forward
 # compiles and runs, when a core is spare (Linux, one Python thread; compile_ahead.py).

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import operator
 import sys
+import time
 from dataclasses import dataclass
 
 import numba
 import numpy as np
 
-from . import chunks, compile_ahead, config, dtypes, overwrite, read_flags
+from . import chunks, compile_ahead, config, dtypes, overwrite, read_flags, thread_choice
 from . import tape as tape_module
 from .array import array
 from .array_storage import inner_ndim, is_plain
@@ -481,18 +482,28 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
     receiver = None
     # An adjoint is compiled for its launch's has-adjoint and consume flags (cpu._specialised).
     flags = (*receiving[1], *receiving[2]) if adjoint else None
+    timed = None  # the tally this launch reports to, while "auto" times it both ways
     if _overlapping(arrays):
         how, noalias = _SERIAL, False
     else:
         mode = config.cpu_parallel
+        noalias = True
         if mode == "serial" or config.deterministic or (  # parallel sums vary in order
                 mode == "auto" and total < config.parallel_threshold):
             how = _SERIAL
         else:
-            receiver = _receiver(plan, args, receiving)
-            how = _threading(kernel, dims, total, adjoint, receiver, args, plan.positions,
-                             flags)
-        noalias = True
+            threaded = True
+            if mode == "auto":  # its threaded variant has no atomics, like the serial one
+                timed, threaded = thread_choice.choose(
+                    kernel.program(len(dims), False, True, flags).thread_choices, adjoint,
+                    total)
+            how = _SERIAL
+            if threaded:
+                receiver = _receiver(plan, args, receiving)
+                how = _threading(kernel, dims, total, adjoint, receiver, args, plan.positions,
+                                 flags)
+            if timed is not None and (timed.decided is not None or threaded and how.chunks == 1):
+                timed = None  # decided; or this launch cannot use threads after all
     program = kernel.program(len(dims), how.atomic, noalias, flags)
     fn = program.adjoint if adjoint else program.forward
     views = program.views[adjoint]
@@ -509,6 +520,8 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
             fn = program.entries[adjoint] or cpu_entry.entry_point(
                 program, adjoint, [0, 0, *dims, *args, *[receiver(view.param)[0]
                                                         for view in views]])
+        if timed is not None:
+            start = time.perf_counter()
         if how.chunks == 1:  # serial: each view argument is its array itself
             if views:
                 args = args + [receiver(view.param)[0] for view in views]
@@ -517,6 +530,8 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
             chunks.run(fn, list(dims), args,
                        [(*receiver(view.param), view.direct, view.param in how.banded)
                         for view in views], how.chunks, how.margin)
+        if timed is not None:
+            timed.record(how.chunks > 1, time.perf_counter() - start)
     except BaseException as err:
         _reraise(kernel, "adjoint" if adjoint else "forward", program, err)
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import difftape as wp
-from difftape._src import chunks
+from difftape._src import chunks, thread_choice
 
 
 @wp.kernel
@@ -70,6 +70,7 @@ def margins(monkeypatch):
         return run(fn, dims, args, views, count, margin)
 
     monkeypatch.setattr(chunks, "run", spy)
+    monkeypatch.setattr(thread_choice, "TIMED", False)  # every launch that may use threads does
     saved = (wp.config.cpu_parallel, wp.config.parallel_threshold)
     wp.config.cpu_parallel, wp.config.parallel_threshold = "auto", 1
     yield seen

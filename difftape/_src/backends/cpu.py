@@ -94,6 +94,8 @@ class CpuProgram:
     # Compiled entry points of the forward and the adjoint for launches whose arrays are all
     # plain storage (cpu_entry.py), found on first use.
     entries: list = field(default_factory=lambda: [None, None])
+    # Serial or threaded, for "auto" launches of each (direction, size) (thread_choice.py).
+    thread_choices: dict = field(default_factory=dict)
 
 
 def _register_noalias_option() -> str | None:

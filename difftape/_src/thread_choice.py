@@ -1,0 +1,60 @@
+"""Whether an ``"auto"`` launch that may run on several threads should: decided per compiled
+program, direction and launch size, by timing its first launches both ways.
+
+Threads pay back only when a launch's work outweighs handing chunks to them and summing
+per-chunk copies, and that depends on the kernel, not on its thread count alone. On the 2-core
+test VM an ``axpy`` of 200k threads took 21 us serially and 28 us on two threads (1M threads:
+102 and 76 us), while 300k mass-spring springs ran 1.7x faster on two. So the first launches of
+each (program, direction, size) alternate, threaded first, until each way has run ``TRIALS``
+times; the faster one (by its fastest run: noise only ever adds time) is kept from then on.
+This module only keeps the tally; ``launch._execute`` asks and reports.
+"""
+
+from __future__ import annotations
+
+# Timed launches each way before the choice.
+TRIALS = 3
+
+# False: every launch that may use threads does (what tests of those rules set).
+TIMED = True
+
+# Launch sizes remembered per program and direction; more start the tally again.
+_MAX_SIZES = 256
+
+
+class Choice:
+    """The tally of one (program, direction, launch size): fastest time each way so far."""
+
+    __slots__ = ("threaded", "serial", "runs", "decided")
+
+    def __init__(self):
+        self.threaded = self.serial = float("inf")
+        self.runs = [0, 0]  # serial, threaded
+        self.decided: bool | None = None  # True: threads; False: serial; None: still timing
+
+    def record(self, threaded: bool, seconds: float) -> None:
+        """Report one timed launch."""
+        if threaded:
+            self.threaded = min(self.threaded, seconds)
+        else:
+            self.serial = min(self.serial, seconds)
+        self.runs[threaded] += 1
+        if min(self.runs) >= TRIALS:
+            self.decided = self.threaded < self.serial
+
+
+def choose(table: dict, adjoint: bool, total: int) -> tuple[Choice | None, bool]:
+    """The tally for a launch of ``total`` threads in ``table`` (the program's own), and
+    whether this launch should use threads; no tally when not :data:`TIMED`."""
+    if not TIMED:
+        return None, True
+    key = (adjoint, total)
+    choice = table.get(key)
+    if choice is None:
+        if len(table) >= _MAX_SIZES:
+            table.clear()
+        choice = table[key] = Choice()
+    if choice.decided is not None:
+        return choice, choice.decided
+    serial_runs, threaded_runs = choice.runs
+    return choice, threaded_runs <= serial_runs

@@ -1,0 +1,85 @@
+"""``"auto"`` launches time serial and threaded runs of each (program, direction, size) on their
+first launches and keep the faster (``thread_choice.py``)."""
+
+import numpy as np
+import pytest
+
+import difftape as wp
+from difftape._src import chunks, thread_choice
+
+
+def test_the_tally_alternates_threaded_first_then_keeps_the_faster():
+    table = {}
+    ways = []
+    for seconds in ([5.0, 1.0, 4.0, 2.0, 0.5, 3.0]):  # threaded runs: 5, 4, 0.5; serial: 1, 2, 3
+        choice, threaded = thread_choice.choose(table, False, 1000)
+        ways.append(threaded)
+        choice.record(threaded, seconds)
+    assert ways == [True, False] * thread_choice.TRIALS
+    assert choice.decided is True  # fastest threaded run 0.5 s beats serial's 1 s
+    assert thread_choice.choose(table, False, 1000) == (choice, True)
+    other, threaded = thread_choice.choose(table, True, 1000)  # the adjoint has its own tally
+    assert other is not choice and threaded and other.decided is None
+
+
+@wp.kernel
+def scale(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = 3.0 * x[i]
+
+
+@pytest.fixture
+def auto_everywhere(monkeypatch):
+    monkeypatch.setattr(wp.config, "cpu_parallel", "auto")
+    monkeypatch.setattr(wp.config, "parallel_threshold", 1)
+    monkeypatch.setattr("numba.get_num_threads", lambda: 2)
+    threaded_runs = []
+    run = chunks.run
+
+    def spy(*args, **kwargs):
+        threaded_runs.append(True)
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(chunks, "run", spy)
+    return threaded_runs
+
+
+@pytest.mark.parametrize("threads_faster", [True, False])
+def test_launches_follow_the_timed_choice(auto_everywhere, monkeypatch, threads_faster):
+    record = thread_choice.Choice.record
+
+    def staged(self, threaded, seconds):  # the clock says what the test wants
+        return record(self, threaded, 1.0 if threaded == threads_faster else 2.0)
+
+    monkeypatch.setattr(thread_choice.Choice, "record", staged)
+    n = 1000
+    x = wp.array(np.arange(n, dtype=np.float32))
+    y = wp.zeros(n, dtype=float)
+    wp.launch(scale, 1, inputs=[x, y])  # compiled: the program exists
+    scale.program(1, False, True, None).thread_choices.clear()  # no tally from another test
+    ways = []
+    for _ in range(2 * thread_choice.TRIALS + 3):
+        before = len(auto_everywhere)
+        y.zero_()
+        wp.launch(scale, n, inputs=[x, y])
+        ways.append(len(auto_everywhere) > before)
+        np.testing.assert_array_equal(y.numpy(), 3 * x.numpy())
+    assert ways == [True, False] * thread_choice.TRIALS + [threads_faster] * 3
+    # another size starts its own tally, threaded first
+    m = 999
+    before = len(auto_everywhere)
+    wp.launch(scale, m, inputs=[x[:m], y[:m]])
+    assert len(auto_everywhere) == before + 1
+
+
+def test_launches_that_cannot_use_threads_do_not_count(auto_everywhere, monkeypatch):
+    """Deterministic mode and overlapping arrays run serially without touching the tally."""
+    monkeypatch.setattr(wp.config, "deterministic", True)
+    x = wp.array(np.ones(100, dtype=np.float32))
+    y = wp.zeros(100, dtype=float)
+    program = scale.program(1, False, True, None)
+    program.thread_choices.clear()
+    wp.launch(scale, 100, inputs=[x, y])
+    monkeypatch.setattr(wp.config, "deterministic", False)
+    wp.launch(scale, 100, inputs=[x, x])  # overlapping
+    assert not auto_everywhere and not program.thread_choices
