@@ -8,18 +8,44 @@ import difftape as wp
 from difftape._src import chunks, thread_choice
 
 
-def test_the_tally_alternates_threaded_first_then_keeps_the_faster():
-    table = {}
+def _tally(times: list[float], table=None, key=(False, 1000)) -> tuple[list, object]:
+    """The ways ``choose`` picks for runs taking ``times`` seconds, and the tally."""
+    table = {} if table is None else table
     ways = []
-    for seconds in ([5.0, 1.0, 4.0, 2.0, 0.5, 3.0]):  # threaded runs: 5, 4, 0.5; serial: 1, 2, 3
-        choice, threaded = thread_choice.choose(table, False, 1000)
+    for seconds in times:
+        choice, threaded = thread_choice.choose(table, *key)
         ways.append(threaded)
         choice.record(threaded, seconds)
+    return ways, choice
+
+
+def test_the_tally_alternates_threaded_first_then_keeps_the_faster():
+    table = {}
+    ways, choice = _tally([5.0, 1.0, 4.0, 2.0, 0.8, 3.0], table)  # threaded 5, 4, 0.8; serial 1, 2, 3
     assert ways == [True, False] * thread_choice.TRIALS
-    assert choice.decided is True  # fastest threaded run 0.5 s beats serial's 1 s
+    assert choice.decided is True  # fastest threaded run 0.8 s beats serial's 1 s
     assert thread_choice.choose(table, False, 1000) == (choice, True)
     other, threaded = thread_choice.choose(table, True, 1000)  # the adjoint has its own tally
     assert other is not choice and threaded and other.decided is None
+
+
+def test_threads_win_early_only_clearly_and_serial_never_early():
+    ways, choice = _tally([1.0, 2.0])  # threaded twice as fast: decided after one run each
+    assert ways == [True, False] and choice.decided is True
+    ways, choice = _tally([1.0, 1.2])  # not clear: still timing
+    assert choice.decided is None
+    ways, choice = _tally([9.0, 1.0])  # serial far faster: still timed to the end
+    assert choice.decided is None
+
+
+def test_a_choice_is_timed_again_after_recheck_launches():
+    table = {}
+    _, choice = _tally([1.0, 3.0], table)
+    assert choice.decided is True
+    for _ in range(thread_choice.RECHECK):
+        assert thread_choice.choose(table, False, 1000) == (choice, True)
+    again, threaded = thread_choice.choose(table, False, 1000)
+    assert again is choice and choice.decided is None and threaded and choice.runs == [0, 0]
 
 
 @wp.kernel
@@ -48,8 +74,8 @@ def auto_everywhere(monkeypatch):
 def test_launches_follow_the_timed_choice(auto_everywhere, monkeypatch, threads_faster):
     record = thread_choice.Choice.record
 
-    def staged(self, threaded, seconds):  # the clock says what the test wants
-        return record(self, threaded, 1.0 if threaded == threads_faster else 2.0)
+    def staged(self, threaded, seconds):  # the clock says what the test wants (no clear win)
+        return record(self, threaded, 1.0 if threaded == threads_faster else 1.2)
 
     monkeypatch.setattr(thread_choice.Choice, "record", staged)
     n = 1000

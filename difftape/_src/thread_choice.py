@@ -6,14 +6,25 @@ per-chunk copies, and that depends on the kernel, not on its thread count alone.
 test VM an ``axpy`` of 200k threads took 21 us serially and 28 us on two threads (1M threads:
 102 and 76 us), while 300k mass-spring springs ran 1.7x faster on two. So the first launches of
 each (program, direction, size) alternate, threaded first, until each way has run ``TRIALS``
-times; the faster one (by its fastest run: noise only ever adds time) is kept from then on.
-This module only keeps the tally; ``launch._execute`` asks and reports.
+times (or threads won clearly); the faster one (by its fastest run: noise only ever adds time)
+is kept for the next
+``RECHECK`` launches, and then timed again: a core busy with something else during the trials
+(another process, a compile-ahead child, which ``launch`` does not time beside) must not
+keep a launch off the threads for good. This module only keeps the tally; ``launch._execute``
+asks and reports.
 """
 
 from __future__ import annotations
 
 # Timed launches each way before the choice.
 TRIALS = 3
+
+# Threads win at once when a threaded run beat every serial one by this factor. (Serial runs
+# do not win early: a process's first threaded run also starts the worker threads.)
+CLEAR_WIN = 1.5
+
+# Launches that follow a choice before it is timed again.
+RECHECK = 200
 
 # False: every launch that may use threads does (what tests of those rules set).
 TIMED = True
@@ -25,12 +36,17 @@ _MAX_SIZES = 256
 class Choice:
     """The tally of one (program, direction, launch size): fastest time each way so far."""
 
-    __slots__ = ("threaded", "serial", "runs", "decided")
+    __slots__ = ("threaded", "serial", "runs", "decided", "followed")
 
     def __init__(self):
+        self.restart()
+
+    def restart(self) -> None:
+        """Forget the times: the next launches are timed both ways again."""
         self.threaded = self.serial = float("inf")
         self.runs = [0, 0]  # serial, threaded
         self.decided: bool | None = None  # True: threads; False: serial; None: still timing
+        self.followed = 0  # launches since the choice
 
     def record(self, threaded: bool, seconds: float) -> None:
         """Report one timed launch."""
@@ -39,7 +55,7 @@ class Choice:
         else:
             self.serial = min(self.serial, seconds)
         self.runs[threaded] += 1
-        if min(self.runs) >= TRIALS:
+        if min(self.runs) >= TRIALS or self.runs[0] and self.threaded * CLEAR_WIN < self.serial:
             self.decided = self.threaded < self.serial
 
 
@@ -55,6 +71,9 @@ def choose(table: dict, adjoint: bool, total: int) -> tuple[Choice | None, bool]
             table.clear()
         choice = table[key] = Choice()
     if choice.decided is not None:
-        return choice, choice.decided
+        choice.followed += 1
+        if choice.followed <= RECHECK:
+            return choice, choice.decided
+        choice.restart()
     serial_runs, threaded_runs = choice.runs
     return choice, threaded_runs <= serial_runs
