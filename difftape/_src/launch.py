@@ -10,6 +10,7 @@ import operator
 import sys
 import time
 from dataclasses import dataclass
+from itertools import compress
 
 import numba
 import numpy as np
@@ -603,24 +604,26 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
 
     ``snapshots`` holds pre-launch copies of in-place arrays; without them the current contents
     are used (a manual adjoint launch). Either way the adjoint works on a private copy.
-    ``checked``: the caller (the Tape) already saw that the kernel has an adjoint.
+    ``checked``: the caller (the Tape) already saw that the kernel has an adjoint, and passes
+    one adjoint per argument and the dims the forward launch was checked with.
     ``compile_only``: run nothing; return what ``_execute`` returns for it (compile_ahead.py).
     """
     if kernel.generic_params:
         kernel = kernel.specialize(args)
     if compile_ahead.pending or compile_ahead.queued:
         compile_ahead.wait(kernel)
-    if not checked and not kernel.enable_backward:
-        raise LaunchError(f"Failed to find backward kernel '{kernel.key}' from module "
-                          f"'{kernel.module}' for device 'cpu'")
-    if len(adj_args) != len(args):
-        raise LaunchValueError(
-            f"launch({kernel.key}, adjoint=True): adj_inputs + adj_outputs must hold one entry "
-            f"per kernel parameter ({len(args)}), got {len(adj_args)}; use None to fall back to "
-            "an array's own .grad")
     plan = kernel.__dict__.get("_launch_plan") or plan_of(kernel)
-    if plan.tid_rank and plan.tid_rank != len(dims):
-        raise _rank_error(kernel, plan, dims)
+    if not checked:
+        if not kernel.enable_backward:
+            raise LaunchError(f"Failed to find backward kernel '{kernel.key}' from module "
+                              f"'{kernel.module}' for device 'cpu'")
+        if len(adj_args) != len(args):
+            raise LaunchValueError(
+                f"launch({kernel.key}, adjoint=True): adj_inputs + adj_outputs must hold one "
+                f"entry per kernel parameter ({len(args)}), got {len(adj_args)}; use None to "
+                "fall back to an array's own .grad")
+        if plan.tid_rank and plan.tid_rank != len(dims):
+            raise _rank_error(kernel, plan, dims)
     packed, plain = pack_arguments(kernel, args, plan)
     for k in plan.inplace:  # C-contiguous copies (the snapshots are, too)
         at = plan.offsets[k]
@@ -632,7 +635,7 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
         return None
 
     arrays = plan.packed_arrays(packed)
-    arrays += [b for b, flag in zip(buffers, has) if flag]
+    arrays.extend(compress(buffers, has))
     if compile_only:
         return _execute(kernel, plan, dims, total, True, packed + buffers + has + consume,
                         arrays, (buffers, has, consume), plain and plain_buffers, True)
