@@ -7,11 +7,10 @@ test VM an ``axpy`` of 200k threads took 21 us serially and 28 us on two threads
 102 and 76 us), while 300k mass-spring springs ran 1.7x faster on two. So the first launches of
 each (program, direction, size) alternate, threaded first, until each way has run ``TRIALS``
 times (or threads won clearly); the faster one (by its fastest run: noise only ever adds time)
-is kept for the next
-``RECHECK`` launches, and then timed again: a core busy with something else during the trials
-(another process, a compile-ahead child, which ``launch`` does not time beside) must not
-keep a launch off the threads for good. This module only keeps the tally; ``launch._execute``
-asks and reports.
+is kept for the next ``RECHECK`` launches, and then timed again: a core busy with something
+else during the trials (another process, or a compile-ahead child, beside which ``launch``
+times nothing) must not keep a launch off the threads for good. This module only keeps the
+tally; ``launch._execute`` asks and reports.
 """
 
 from __future__ import annotations
