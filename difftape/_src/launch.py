@@ -484,6 +484,7 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
     # An adjoint is compiled for its launch's has-adjoint and consume flags (cpu._specialised).
     flags = (*receiving[1], *receiving[2]) if adjoint else None
     timed = None  # the tally this launch reports to, while "auto" times it both ways
+    program = None
     if _overlapping(arrays):
         how, noalias = _SERIAL, False
     else:
@@ -495,9 +496,8 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
         else:
             threaded = True
             if mode == "auto":  # its threaded variant has no atomics, like the serial one
-                timed, threaded = thread_choice.choose(
-                    kernel.program(len(dims), False, True, flags).thread_choices, adjoint,
-                    total)
+                program = kernel.program(len(dims), False, True, flags)
+                timed, threaded = thread_choice.choose(program.thread_choices, adjoint, total)
             how = _SERIAL
             if threaded:
                 receiver = _receiver(plan, args, receiving)
@@ -506,7 +506,8 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
             if timed is not None and (timed.decided is not None or compile_ahead.pending or (
                     threaded and how.chunks == 1)):
                 timed = None  # decided; a child compiles on a core; or no threads after all
-    program = kernel.program(len(dims), how.atomic, noalias, flags)
+    if program is None:  # (an "auto" launch has it: its chunks never use atomics)
+        program = kernel.program(len(dims), how.atomic, noalias, flags)
     fn = program.adjoint if adjoint else program.forward
     views = program.views[adjoint]
     if views and receiver is None:

@@ -127,8 +127,8 @@ class Workers:
             del fn, args  # no reference to the launch's arrays while idle
             # Done, and the next call polled for in the same compiled call: the GIL is not
             # taken back in between, when the launching thread wants it.
-            state = self._spin.set_then_spin(flags, row + _DONE, row + _WAITING, row + _POSTED, 1,
-                                           budget, after)
+            state = self._spin.set_then_spin(flags, row + _DONE, row + _WAITING, row + _POSTED,
+                                             1, budget, after)
             if state < 0:
                 with wake:
                     wake.notify_all()
