@@ -15,7 +15,8 @@ from itertools import compress
 import numba
 import numpy as np
 
-from . import chunks, compile_ahead, config, dtypes, overwrite, read_flags, thread_choice
+from . import (chunks, compile_ahead, config, dtypes, launch_fast, overwrite, read_flags,
+               thread_choice)
 from . import tape as tape_module
 from .array import array
 from .array_storage import inner_ndim, is_plain
@@ -147,6 +148,8 @@ class LaunchPlan:
         self.adjoint_positions = {leaf.symbol: k for k, (_, _, leaf) in
                                   enumerate(self.flat_arrays)}
         self.flat_storage_ndims = [_storage_ndim(leaf) for _, _, leaf in self.flat_arrays]
+        # The common launch, tested and run by code generated for this kernel (launch_fast.py).
+        self.fast_forward, self.fast_adjoint = launch_fast.build(self, kernel.key, _reraise)
 
 
 def _storage_ndim(p) -> int:
@@ -581,6 +584,9 @@ def run_forward(kernel: Kernel, dims: tuple[int, ...], args: list) -> None:
 def _run_forward(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], args: list) -> None:
     if plan.tid_rank and plan.tid_rank != len(dims):
         raise _rank_error(kernel, plan, dims)
+    fast = plan.fast_forward
+    if fast is not None and fast(kernel, args, dims):
+        return
     packed, plain = pack_arguments(kernel, args, plan)
     total = dims[0] if len(dims) == 1 else _total(dims)
     if total == 0:
@@ -625,6 +631,9 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
                 "fall back to an array's own .grad")
         if plan.tid_rank and plan.tid_rank != len(dims):
             raise _rank_error(kernel, plan, dims)
+    fast = plan.fast_adjoint
+    if fast is not None and not compile_only and fast(kernel, args, adj_args, dims):
+        return None
     packed, plain = pack_arguments(kernel, args, plan)
     for k in plan.inplace:  # C-contiguous copies (the snapshots are, too)
         at = plan.offsets[k]
