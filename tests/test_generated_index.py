@@ -144,3 +144,24 @@ def test_an_ir_nested_past_pickles_depth_has_no_key():
     kernel = ir.KernelIR(name="deep", params=[], locals={}, tid_vars=(),
                          body=[ir.Assign(target="a", value=value)])
     assert cpu_index.key(kernel, _square.variant(1), "f.py:1", (False,)) is None
+
+
+def test_the_code_stamp_is_kept_under_the_source_listing(tmp_path, monkeypatch):
+    monkeypatch.setattr(wp.config, "cache_dir", str(tmp_path))
+    monkeypatch.setattr(cpu_index, "_CODE_STAMP", None)
+    stamp = cpu_index._code_stamp()
+    kept = list(tmp_path.glob("code_stamp_*.txt"))
+    assert len(kept) == 1 and kept[0].read_text() == stamp and len(stamp) == 64
+
+    def no_hashing(*args):
+        raise AssertionError("the kept stamp should have been read")
+
+    monkeypatch.setattr(cpu_index, "_CODE_STAMP", None)
+    monkeypatch.setattr(cpu_index, "_hash_sources", no_hashing)
+    assert cpu_index._code_stamp() == stamp
+    monkeypatch.undo()
+
+    monkeypatch.setattr(wp.config, "cache_dir", str(tmp_path))
+    monkeypatch.setattr(cpu_index, "_CODE_STAMP", None)
+    kept[0].write_text(stamp[:10])  # cut short: hashed again, and kept whole
+    assert cpu_index._code_stamp() == stamp and kept[0].read_text() == stamp

@@ -1,11 +1,13 @@
 """The generated fast paths of the launcher (``launch_fast.py``) run the common launch exactly as
 the general path does, and decline, changing nothing, whatever they do not handle."""
 
+import marshal
+
 import numpy as np
 import pytest
 
 import difftape as wp
-from difftape._src import launch
+from difftape._src import launch, launch_fast
 
 
 @wp.kernel
@@ -206,3 +208,26 @@ def test_a_retained_gradient_is_not_consumed(monkeypatch):
         np.testing.assert_array_equal(v.grad.numpy(), 1)  # retained
         np.testing.assert_array_equal(w.grad.numpy(), 0)  # consumed by the store's adjoint
     assert spy.counts["adjoint"][0] >= 2
+
+
+def test_the_generated_code_is_kept_in_the_cache_directory(tmp_path, monkeypatch):
+    monkeypatch.setattr(wp.config, "cache_dir", str(tmp_path))
+    compiled = []
+
+    def counting(*args, **kwargs):
+        compiled.append(args[1])
+        return compile(*args, **kwargs)
+
+    monkeypatch.setattr(launch_fast, "compile", counting, raising=False)
+    plan = launch.plan_of(flat)
+    first = launch_fast.build(plan, flat.key, launch._reraise)
+    assert len(compiled) == 1 and len(list(tmp_path.glob("launch_*.marshal"))) == 1
+    again = launch_fast.build(plan, flat.key, launch._reraise)
+    assert len(compiled) == 1 and again[0].source == first[0].source
+    kept = next(tmp_path.glob("launch_*.marshal"))
+    kept.write_bytes(b"not code")
+    launch_fast.build(plan, flat.key, launch._reraise)
+    assert len(compiled) == 2
+    kept.write_bytes(marshal.dumps(42))  # marshal data, but not code
+    launch_fast.build(plan, flat.key, launch._reraise)
+    assert len(compiled) == 3
