@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import difftape as wp
-from difftape._src import launch, launch_fast
+from difftape._src import launch, launch_fast, thread_choice
 
 
 @wp.kernel
@@ -231,3 +231,24 @@ def test_the_generated_code_is_kept_in_the_cache_directory(tmp_path, monkeypatch
     kept.write_bytes(marshal.dumps(42))  # marshal data, but not code
     launch_fast.build(plan, flat.key, launch._reraise)
     assert len(compiled) == 3
+
+
+def test_auto_launches_that_timing_keeps_serial_take_the_fast_path(warm_flat, monkeypatch):
+    u, v = warm_flat
+    monkeypatch.setattr(wp.config, "cpu_parallel", "auto")
+    monkeypatch.setattr(wp.config, "parallel_threshold", 8)  # big enough for threads
+    fast = launch.plan_of(flat).fast_forward
+    choices = flat.program(1, False, True, None).thread_choices
+    choices.clear()
+    assert not fast(flat, [u, v], (8,))  # not timed yet: the general path times it
+    choice = choices[(False, 8)] = thread_choice.Choice()
+    assert not fast(flat, [u, v], (8,))  # still timing
+    choice.decided = False  # serial won
+    assert fast(flat, [u, v], (8,)) and choice.followed == 1
+    choice.followed = thread_choice.RECHECK  # due to be timed again
+    assert not fast(flat, [u, v], (8,))
+    choice.followed, choice.decided = 0, True  # threads won
+    assert not fast(flat, [u, v], (8,))
+    monkeypatch.setattr(thread_choice, "TIMED", False)  # every launch that may use threads does
+    choice.decided = False
+    assert not fast(flat, [u, v], (8,))

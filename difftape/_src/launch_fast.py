@@ -13,7 +13,7 @@ one for the adjoint, which test the common case argument by argument, unrolled, 
 * every scalar a Python number of the parameter's kind, packed exactly as ``pack_arguments``
   packs it (so every call has the signature of the compiled entry point the general path found);
 * a serial launch: ``cpu_parallel="serial"``, deterministic mode, or "auto" below
-  ``parallel_threshold``.
+  ``parallel_threshold`` or where timing chose serial (``thread_choice.stays_serial``).
 
 Anything else returns False before any side effect, and the general path runs the launch with
 its checks and error messages. This module must not decide anything the general path does not:
@@ -34,7 +34,7 @@ from types import CodeType
 
 import numpy as np
 
-from . import config
+from . import config, thread_choice
 from .array import array
 from .cache_files import cache_dir, write_atomically
 from .device import get_device
@@ -73,6 +73,7 @@ def build(plan, kernel_key: str, reraise) -> tuple[object, object] | tuple[None,
     cache: dict = {}
     namespace = {"array": array, "config": config, "CPU": get_device("cpu"),
                  "epoch": _options_epoch, "reraise": reraise, "cache": cache,
+                 "stays_serial": thread_choice.stays_serial,
                  "NUMBERS": (np.floating, np.integer)}
     checks, packed, arrays = _argument_checks(plan, namespace)
     adjoint_checks, buffers, adjoint_arrays = _adjoint_checks(plan, namespace)
@@ -200,6 +201,8 @@ def _forward_source(plan, checks, packed, arrays) -> list[str]:
         "        if found is None:",
         "            return False",
         "    _, _, entry, extra, program = found",
+        "    if timed and not stays_serial(program.thread_choices, False, total):",
+        "        return False",
         *_call("forward", rank, ", ".join(packed)),
         *_mark_written([f"a{k}" for k in plan.written], "kernel"),
         "    return True"]
@@ -223,14 +226,17 @@ def _adjoint_source(plan, checks, packed, arrays, adjoint_checks, buffers) -> li
         "        if found is None:",
         "            return False",
         "    _, _, entry, extra, program = found",
+        "    if timed and not stays_serial(program.thread_choices, True, total):",
+        "        return False",
         *marks,
         *_call("adjoint", rank, f"{', '.join(packed)}, {buffer_names}, {flags}"),
         "    return True"]
 
 
 def _grid(rank: int) -> list[str]:
-    """Lines naming the launch's sizes ``n0``… (``n0`` and ``total`` whatever the rank) and
-    returning False unless the launch runs serially, True when it has no threads."""
+    """Lines naming the launch's sizes ``n0``… (``n0`` and ``total`` whatever the rank),
+    returning False for a launch on threads, True for one of no threads, and setting ``timed``
+    for an "auto" launch big enough for threads (serial only when timing chose it)."""
     if rank == 1:
         lines = ["    n0 = total = dims[0]"]
     elif rank:
@@ -243,9 +249,12 @@ def _grid(rank: int) -> list[str]:
                  "            total *= d"]
     return lines + [
         "    mode = config.cpu_parallel",
-        "    if mode != 'serial' and not config.deterministic and (",
-        "            mode != 'auto' or total >= config.parallel_threshold):",
-        "        return False  # threads may pay: the general path decides",
+        "    if mode == 'serial' or config.deterministic:",
+        "        timed = False",
+        "    elif mode == 'auto':  # serial when small, or when timing chose it (thread_choice)",
+        "        timed = total >= config.parallel_threshold",
+        "    else:",
+        "        return False  # threads: the general path",
         "    if not total:",
         "        return True"]
 

@@ -76,3 +76,15 @@ def choose(table: dict, adjoint: bool, total: int) -> tuple[Choice | None, bool]
         choice.restart()
     serial_runs, threaded_runs = choice.runs
     return choice, threaded_runs <= serial_runs
+
+
+def stays_serial(table: dict, adjoint: bool, total: int) -> bool:
+    """Whether a launch of ``total`` threads runs serially by a choice already made (and not
+    due to be timed again), counted as ``choose`` counts it: launchers that can run only
+    serial launches ask this instead (``launch_fast.py``)."""
+    choice = table.get((adjoint, total))
+    if choice is None or choice.decided is not False or choice.followed >= RECHECK or not TIMED:
+        return False
+    choice.followed += 1
+    return True
+
