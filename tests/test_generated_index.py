@@ -39,6 +39,16 @@ _SCRIPT = """
 
     access.analyze_access = analyzing
 
+    from difftape._src import cache_files
+
+    compiled = []
+
+    def compiling(source, filename, *args, **kwargs):  # shadows the builtin there
+        compiled.append("module" if "difftape_gen_" in filename else "launcher")
+        return compile(source, filename, *args, **kwargs)
+
+    cache_files.compile = compiling
+
     SCALE = wp.constant(float(sys.argv[1]))
 
     @wp.kernel
@@ -70,6 +80,7 @@ _SCRIPT = """
                 assert f.read() == program.source
     out["generated"] = sorted(generated)
     out["analyzed"] = sorted(analyzed)
+    out["compiled"] = sorted(compiled)
     print(json.dumps(out))
 """
 
@@ -81,7 +92,7 @@ def _runs(tmp_path, argv_seeds) -> list[dict]:
     for arg, seed in argv_seeds:
         env = dict(os.environ, DIFFTAPE_CACHE_DIR=str(tmp_path / "cache"),
                    NUMBA_CACHE_DIR=str(tmp_path / "numba"), PYTHONHASHSEED=str(seed),
-                   DIFFTAPE_COMPILE_AHEAD="0")
+                   DIFFTAPE_COMPILE_AHEAD="0", PYTHONDONTWRITEBYTECODE="1")
         runs.append(json.loads(subprocess.run([sys.executable, str(path), arg], env=env,
                                               capture_output=True, text=True,
                                               check=True).stdout))
@@ -96,6 +107,8 @@ def test_a_later_process_imports_known_modules_and_generates_changed_ones(tmp_pa
     assert first["generated"] == ["partial_sum", "partial_sum", "scaled", "scaled"]
     assert first["analyzed"] == ["partial_sum", "scaled"]
     assert again["generated"] == again["analyzed"] == []
+    # Python keeps no bytecode here (PYTHONDONTWRITEBYTECODE): difftape keeps the code objects
+    assert first["compiled"] == ["launcher"] * 2 + ["module"] * 4 and again["compiled"] == []
     assert changed["generated"] == ["scaled", "scaled"] and changed["analyzed"] == ["scaled"]
     assert first["scaled"] == again["scaled"] == [[0.0, 2.0, 8.0, 18.0], [0.0, 4.0, 8.0, 12.0]]
     assert changed["scaled"] == [[0.0, 3.0, 12.0, 27.0], [0.0, 6.0, 12.0, 18.0]]

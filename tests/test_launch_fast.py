@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import difftape as wp
-from difftape._src import launch, launch_fast, thread_choice
+from difftape._src import cache_files, launch, launch_fast, thread_choice
 
 
 @wp.kernel
@@ -218,13 +218,13 @@ def test_the_generated_code_is_kept_in_the_cache_directory(tmp_path, monkeypatch
         compiled.append(args[1])
         return compile(*args, **kwargs)
 
-    monkeypatch.setattr(launch_fast, "compile", counting, raising=False)
+    monkeypatch.setattr(cache_files, "compile", counting, raising=False)
     plan = launch.plan_of(flat)
     first = launch_fast.build(plan, flat.key, launch._reraise)
-    assert len(compiled) == 1 and len(list(tmp_path.glob("launch_*.marshal"))) == 1
+    assert len(compiled) == 1 and len(list(tmp_path.glob("code_*.marshal"))) == 1
     again = launch_fast.build(plan, flat.key, launch._reraise)
     assert len(compiled) == 1 and again[0].source == first[0].source
-    kept = next(tmp_path.glob("launch_*.marshal"))
+    kept = next(tmp_path.glob("code_*.marshal"))
     kept.write_bytes(b"not code")
     launch_fast.build(plan, flat.key, launch._reraise)
     assert len(compiled) == 2

@@ -8,8 +8,12 @@ file and renamed over the target: a reader sees the old file or the new one, nev
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import importlib.util
+import marshal
 import os
 import tempfile
+from types import CodeType
 
 from . import config
 
@@ -32,3 +36,30 @@ def write_atomically(path: str, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+_MAGIC = importlib.util.MAGIC_NUMBER.hex()  # marshalled code is for one bytecode version
+
+
+def kept_code(source: str, filename: str) -> CodeType:
+    """``compile(source, filename, "exec")``, kept in the cache directory by the hash of both.
+
+    Generated Python (kernel modules, launchers) is compiled once per machine: Python's own
+    bytecode cache may be off (``PYTHONDONTWRITEBYTECODE``, common in containers), and then every
+    process compiled every generated module again (15 ms for one of the rigid chain's)."""
+    digest = hashlib.sha256(f"{filename}\n{source}".encode()).hexdigest()[:32]
+    path = os.path.join(cache_dir(), f"code_{digest}_{_MAGIC}.marshal")
+    try:
+        with open(path, "rb") as f:
+            code = marshal.loads(f.read())
+        if code.__class__ is CodeType:
+            return code
+    except (OSError, EOFError, ValueError, TypeError):  # not kept yet, or unreadable
+        pass
+    code = compile(source, filename, "exec", dont_inherit=True)
+    try:
+        write_atomically(path, marshal.dumps(code))
+    except OSError:  # a read-only cache: compile again next time
+        pass
+    return code
+

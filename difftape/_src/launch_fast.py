@@ -20,23 +20,18 @@ its checks and error messages. This module must not decide anything the general 
 it only skips work whose outcome the tests above already fix.
 
 Compiling a kernel's generated text takes Python ~2 ms, so the code object is kept in the cache
-directory by the hash of that text, and a later process loads it (~50 µs).
+directory (``cache_files.kept_code``), and a later process loads it.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import linecache
-import marshal
-import os
-from types import CodeType
 
 import numpy as np
 
 from . import config, thread_choice
 from .array import array
-from .cache_files import cache_dir, write_atomically
+from .cache_files import kept_code
 from .device import get_device
 from .kernel import _options_epoch
 
@@ -44,7 +39,6 @@ _PAIRWISE_MAX = 5  # up to this many arrays, ``is`` comparisons beat a set of id
 
 _SCALAR_KINDS = ("float", "int", "uint", "bool")
 
-_MAGIC = importlib.util.MAGIC_NUMBER.hex()  # marshalled code is for one bytecode version
 
 
 def eligible(plan) -> bool:
@@ -84,32 +78,13 @@ def build(plan, kernel_key: str, reraise) -> tuple[object, object] | tuple[None,
     source = "\n".join(forward + [""] + adjoint) + "\n"
     filename = f"<difftape fast launch of {kernel_key}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    exec(_code(source, filename), namespace)
+    exec(kept_code(source, filename), namespace)
     forward = namespace["fast_forward"]
     adjoint = namespace["fast_adjoint"] if not plan.inplace else None
     for function in (forward, adjoint):
         if function is not None:
             function.source = source
     return forward, adjoint
-
-
-def _code(source: str, filename: str):
-    """The code object of ``source``: kept in the cache directory, compiled when not there."""
-    digest = hashlib.sha256(f"{filename}\n{source}".encode()).hexdigest()[:32]
-    path = os.path.join(cache_dir(), f"launch_{digest}_{_MAGIC}.marshal")
-    try:
-        with open(path, "rb") as f:
-            code = marshal.loads(f.read())
-        if code.__class__ is CodeType:
-            return code
-    except (OSError, EOFError, ValueError, TypeError):  # not kept yet, or unreadable
-        pass
-    code = compile(source, filename, "exec", dont_inherit=True)
-    try:
-        write_atomically(path, marshal.dumps(code))
-    except OSError:  # a read-only cache: compile again next time
-        pass
-    return code
 
 
 def _argument_checks(plan, namespace: dict) -> tuple[list[str], list[str], list[str]]:

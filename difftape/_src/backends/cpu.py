@@ -19,7 +19,7 @@ import numba
 import numpy as np
 
 from .. import dtypes
-from ..cache_files import cache_dir, write_atomically
+from ..cache_files import cache_dir, kept_code, write_atomically
 from ..codegen import naming, strides
 from ..codegen.activity import analyze, scatter_sites
 from ..codegen.adjoint import AdjointWriter
@@ -745,18 +745,19 @@ def load_module(kernel_name: str, source: str):
     path = os.path.join(cache_dir(), module_name + ".py")
     if not os.path.exists(path):
         write_atomically(path, source.encode())
-    return _import(kernel_name, module_name, path)
+    return _import(kernel_name, module_name, path, source)
 
 
-def _import(kernel_name: str, module_name: str, path: str):
-    """Import the generated module ``module_name`` from ``path`` (once per process)."""
+def _import(kernel_name: str, module_name: str, path: str, source: str):
+    """Import the generated module ``module_name`` from ``path``, whose text is ``source`` (once
+    per process; its code object kept in the cache, ``cache_files.kept_code``)."""
     if module_name in sys.modules:
         return sys.modules[module_name], path
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
+        exec(kept_code(source, path), vars(module))
     except Exception as err:
         del sys.modules[module_name]
         raise InternalError(f"the generated module of kernel '{kernel_name}' failed to load "
@@ -779,9 +780,9 @@ def build_program(kernel: ir.KernelIR, variant: Variant, origin: str) -> CpuProg
             cpu_index.remember(key, module.__name__, views)
     else:
         module_name, path, views = known
-        module, path = _import(kernel.name, module_name, path)
         with open(path, encoding="utf-8") as f:
             source = f.read()
+        module, path = _import(kernel.name, module_name, path, source)
     forward = getattr(module, naming.forward_function(kernel.name), None)
     adjoint = getattr(module, naming.adjoint_function(kernel.name), None)
     for function in (forward, adjoint):
