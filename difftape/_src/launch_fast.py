@@ -40,7 +40,6 @@ _PAIRWISE_MAX = 5  # up to this many arrays, ``is`` comparisons beat a set of id
 _SCALAR_KINDS = ("float", "int", "uint", "bool")
 
 
-
 def eligible(plan) -> bool:
     """Whether a kernel has an array parameter and every parameter is a plain array (not
     float16, not a struct) or a number scalar."""
@@ -109,17 +108,18 @@ def _argument_checks(plan, namespace: dict) -> tuple[list[str], list[str], list[
             arrays.append(f"d{k}")
             continue
         if kind == "float":  # as pack_arguments: Python floats pass, numbers become floats
-            exact, converted, convert = "float", "a{k}.__class__ is int or isinstance(a{k}, " \
-                                                 "NUMBERS)", "float"
+            exact, convert = "float", "float"
+            converted = f"a{k}.__class__ is int or isinstance(a{k}, NUMBERS)"
         else:  # as pack_arguments: the parameter's numpy type, or a Python number cast to it
             namespace[f"N{k}"] = np_type
             python_type = "bool" if kind == "bool" else "int"
-            exact, converted, convert = f"N{k}", f"a{k}.__class__ is {python_type}", f"N{k}"
+            exact, convert = f"N{k}", f"N{k}"
+            converted = f"a{k}.__class__ is {python_type}"
         lines += [
             f"    # {name}: {kind} scalar",
             f"    if a{k}.__class__ is {exact}:",
             f"        s{k} = a{k}",
-            f"    elif {converted.format(k=k)}:",
+            f"    elif {converted}:",
             f"        s{k} = {convert}(a{k})",
             "    else:",
             "        return False"]
