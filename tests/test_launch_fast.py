@@ -252,3 +252,38 @@ def test_auto_launches_that_timing_keeps_serial_take_the_fast_path(warm_flat, mo
     monkeypatch.setattr(thread_choice, "TIMED", False)  # every launch that may use threads does
     choice.decided = False
     assert not fast(flat, [u, v], (8,))
+
+
+@wp.kernel
+def fly(v: wp.array(dtype=wp.vec3), wind: wp.vec3, turn: wp.mat22, drag: wp.float64,
+        out: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    w = wind * float(drag)
+    out[i] = wp.vec3(turn[0, 0] * v[i][0] + turn[0, 1] * v[i][1], v[i][1], v[i][2]) + w
+
+
+def _fly_run():
+    v = wp.array(np.arange(12, dtype=np.float32).reshape(4, 3), dtype=wp.vec3, requires_grad=True)
+    out = wp.zeros(4, dtype=wp.vec3, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(fly, 4, inputs=[v, wp.vec3(0.5, 1.0, 2.0), wp.mat22(1.5, -2.0, 0.25, 1.0),
+                                  wp.float64(0.5)], outputs=[out])
+    tape.backward(grads={out: wp.ones(4, dtype=wp.vec3)})
+    return out.numpy().copy(), v.grad.numpy().copy()
+
+
+def test_vector_and_matrix_values_take_the_fast_path(monkeypatch):
+    _fly_run()
+    plan = launch.plan_of(fly)  # a tuple for a vector: the general path converts it
+    args = [wp.zeros(4, dtype=wp.vec3), (0.5, 1.0, 2.0), wp.mat22(), 0.5,
+            wp.zeros(4, dtype=wp.vec3)]
+    assert not plan.fast_forward(fly, args, (4,))
+    spy = Spy(fly, monkeypatch)
+    fast = _fly_run()
+    assert spy.counts == {"forward": [1, 0], "adjoint": [1, 0]}
+    Spy(fly, monkeypatch, enabled=False)
+    general = _fly_run()
+    for a, b in zip(fast, general):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(fast[1][:, 0], 1.5)

@@ -10,8 +10,9 @@ one for the adjoint, which test the common case argument by argument, unrolled, 
   (C-contiguous, aligned, writeable: ``array._plain_data``), of the parameter's rank, owning its
   memory (no numpy base) and passed once; adjoints the arrays' own ``.grad`` (or explicit
   adjoints of the same kind);
-* every scalar a Python number of the parameter's kind, packed exactly as ``pack_arguments``
-  packs it (so every call has the signature of the compiled entry point the general path found);
+* every scalar a Python number of the parameter's kind, and every vector or matrix value one of
+  the parameter's exact type, packed exactly as ``pack_arguments`` packs it (so every call has
+  the signature of the compiled entry point the general path found);
 * a serial launch: ``cpu_parallel="serial"``, deterministic mode, or "auto" below
   ``parallel_threshold`` or where timing chose serial (``thread_choice.stays_serial``).
 
@@ -29,7 +30,7 @@ import linecache
 
 import numpy as np
 
-from . import config, thread_choice
+from . import config, dtypes, thread_choice
 from .array import array
 from .cache_files import kept_code
 from .device import get_device
@@ -42,10 +43,13 @@ _SCALAR_KINDS = ("float", "int", "uint", "bool")
 
 def eligible(plan) -> bool:
     """Whether a kernel has an array parameter and every parameter is a plain array (not
-    float16, not a struct) or a number scalar."""
-    for k, (is_array, _, _, _, kind) in enumerate(plan.slots):
+    float16, not a struct), a number scalar or a vector/matrix value of float32 or float64."""
+    for k, (is_array, _, _, np_type, kind) in enumerate(plan.slots):
         if is_array:
             if k in plan.float16 or plan.params[k].flat is not None:
+                return False
+        elif kind == "composite":
+            if np_type not in (np.float32, np.float64):
                 return False
         elif kind not in _SCALAR_KINDS:
             return False
@@ -106,6 +110,17 @@ def _argument_checks(plan, namespace: dict) -> tuple[list[str], list[str], list[
                 "        return False"]
             packed.append(f"d{k}")
             arrays.append(f"d{k}")
+            continue
+        if kind == "composite":  # as pack_arguments: its components, as Python floats
+            namespace[f"T{k}"] = dtype
+            components = [f"s{k}_{c}" for c in range(len(plan.params[k].components))]
+            lines += [
+                f"    # {name}: {dtypes.type_name(dtype)} value",
+                f"    if a{k}.__class__ is not T{k}:",
+                "        return False",
+                f"    {', '.join(components)}{',' if len(components) == 1 else ''} = "
+                f"a{k}._values.tolist()"]
+            packed += components
             continue
         if kind == "float":  # as pack_arguments: Python floats pass, numbers become floats
             exact, convert = "float", "float"
