@@ -1,6 +1,7 @@
 """The cache directory (``config.cache_dir``) and writing files into it whole.
 
-Generated kernel modules, Numba's runtime and the code of difftape's dataclasses are kept
+Generated kernel modules and the code objects compiled from them and from the generated
+launchers (``kept_code``), Numba's runtime and the code of difftape's dataclasses are kept
 there; several processes may write the same file at once, so each is written to a temporary
 file and renamed over the target: a reader sees the old file or the new one, never half of one.
 """
