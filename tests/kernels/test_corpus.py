@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import difftape as wp
+from difftape._src import launch as launch_module
 
 from .corpus import CASES, CORPUS, Case, closure_other_value
 
@@ -147,6 +148,35 @@ def test_taped_forward_equals_untaped_forward(case: Case):
     for name in case.outputs:
         np.testing.assert_array_equal(args[name].numpy(), plain[name],
                                       err_msg=f"kernel '{case.name}', output '{name}'")
+
+
+@pytest.mark.parametrize("case", CORPUS, ids=lambda c: c.name)
+def test_fast_launches_equal_the_general_path(case: Case, monkeypatch):
+    # A kernel's first launches take the general path, which finds the compiled entry points;
+    # later ones its generated fast path (launch_fast.py), where its parameters allow one.
+    data = case.make(case.rng())
+    _, seeds = draw_seeds(case, data)
+    general = evaluate(case, data), tape_gradients(case, data, seeds)
+    plan = launch_module.plan_of(case.kernel)
+    ran = []
+    for direction in ("fast_forward", "fast_adjoint"):
+        fast = getattr(plan, direction)
+        if fast is not None:
+            def counted(*args, _fast=fast, _direction=direction):
+                if _fast(*args):
+                    ran.append(_direction)
+                    return True
+                return False
+            monkeypatch.setattr(plan, direction, counted)
+    fast = evaluate(case, data), tape_gradients(case, data, seeds)
+    for want, got in zip(general, fast):
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name],
+                                          err_msg=f"kernel '{case.name}', '{name}'")
+    if plan.fast_forward is not None:
+        assert "fast_forward" in ran
+    if plan.fast_adjoint is not None:
+        assert "fast_adjoint" in ran
 
 
 def test_closures_with_different_values_are_different_kernels():
