@@ -63,4 +63,3 @@ def kept_code(source: str, filename: str) -> CodeType:
     except OSError:  # a read-only cache: compile again next time
         pass
     return code
-

@@ -87,4 +87,3 @@ def stays_serial(table: dict, adjoint: bool, total: int) -> bool:
         return False
     choice.followed += 1
     return True
-
