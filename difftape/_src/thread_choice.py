@@ -47,6 +47,17 @@ class Choice:
         self.decided: bool | None = None  # True: threads; False: serial; None: still timing
         self.followed = 0  # launches since the choice
 
+    def keep(self) -> bool | None:
+        """The way chosen (True: threads), for one more launch, which is counted; None while
+        still timing, and once ``RECHECK`` launches have followed the choice (timed again)."""
+        if self.decided is None:
+            return None
+        self.followed += 1
+        if self.followed <= RECHECK:
+            return self.decided
+        self.restart()
+        return None
+
     def record(self, threaded: bool, seconds: float) -> None:
         """Report one timed launch."""
         if threaded:
@@ -69,11 +80,9 @@ def choose(table: dict, adjoint: bool, total: int) -> tuple[Choice | None, bool]
         if len(table) >= _MAX_SIZES:
             table.clear()
         choice = table[key] = Choice()
-    if choice.decided is not None:
-        choice.followed += 1
-        if choice.followed <= RECHECK:
-            return choice, choice.decided
-        choice.restart()
+    kept = choice.keep()
+    if kept is not None:
+        return choice, kept
     serial_runs, threaded_runs = choice.runs
     return choice, threaded_runs <= serial_runs
 
@@ -83,7 +92,4 @@ def stays_serial(table: dict, adjoint: bool, total: int) -> bool:
     due to be timed again), counted as ``choose`` counts it: launchers that can run only
     serial launches ask this instead (``launch_fast.py``)."""
     choice = table.get((adjoint, total))
-    if choice is None or choice.decided is not False or choice.followed >= RECHECK or not TIMED:
-        return False
-    choice.followed += 1
-    return True
+    return TIMED and choice is not None and choice.decided is False and choice.keep() is False
