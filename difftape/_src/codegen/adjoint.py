@@ -103,7 +103,7 @@ class AdjointWriter(ForwardWriter):
         stand-in is one element). A select on the has-adjoint flag, not an index multiplied by
         it: LLVM then still sees consecutive threads read consecutive elements."""
         p = s.array.param
-        read = f"{naming.adjoint_array(p)}[{self.index_code(s.indices, temps, s.array)}]"
+        read = self.read_code(naming.adjoint_array(p), s.array, s.indices, temps)
         return f"({read} if {naming.has_adjoint_flag(p)} else {self.zero(s.value.type)})"
 
     def reverse_Atomic(self, s: ir.Atomic, out: SourceBuilder) -> None:

@@ -9,6 +9,7 @@ into locals (``adj_x += …``) and array adjoints (through ``accumulate``).
 from __future__ import annotations
 
 import re
+import sys
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from . import naming
 from .activity import Analysis
 from .emitter import ConstantPool, SourceBuilder, cast, plus
 from .inline_rules import FLOAT32_ONLY, INLINE_NEEDS, INLINE_RULES
-from .offsets import thread_offset
+from .offsets import constant, thread_offset
 from .signs import gathered_locals, is_nonnegative, nonnegative_locals, reads_arrays
 from .strips import STRIP, Strips
 
@@ -34,6 +35,9 @@ _INLINE_INT = {"add": "+", "sub": "-", "mul": "*", "bit_and": "&", "bit_or": "|"
 _SINCOS = {"sin": 0, "cos": 1}
 _COMPARE = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
+
+# rt_load_pair splits a 64-bit word into its low (first) and high (second) element.
+_LITTLE_ENDIAN = sys.byteorder == "little"
 
 _NEGATED = re.compile(r"\(-(\w+)\)")  # a negated name, as the sub and neg rules spell it
 
@@ -148,10 +152,44 @@ class ExprCoder:
 
     def load_code(self, ref: ir.ArrayRef, indices: tuple[ir.Expr, ...], temps=None) -> str:
         # float16 arrays reach kernels as float32 staging copies, so no conversion here.
-        text = f"{ref.param}[{self.index_code(indices, temps, ref)}]"
+        text = self.read_code(ref.param, ref, indices, temps)
         if ref.adjoint:  # an adjoint buffer read in a custom gradient: 0 when there is none
             return f"({text} if has_{ref.param} else {self.zero(dtypes.scalar_of(ref.dtype))})"
         return text
+
+    def read_code(self, name: str, ref: ir.ArrayRef, indices: tuple[ir.Expr, ...],
+                  temps=None) -> str:
+        """A read of element ``indices`` of array ``name``, which is ``ref`` or its adjoint."""
+        lane = self.paired_lane(ref, indices)
+        if lane is None:
+            return f"{name}[{self.index_code(indices, temps, ref)}]"
+        self.runtime.add("rt_load_pair")
+        codes = self.index_codes(indices[:-1], temps)
+        codes.append(self.constants.name(constant(indices[-1]) - lane, dtypes.uint64))
+        return f"rt_load_pair({name}, ({', '.join(codes)},))[{lane}]"
+
+    def paired_lane(self, ref: ir.ArrayRef, indices: tuple[ir.Expr, ...]) -> int | None:
+        """The lane of ``rt_load_pair`` that reads ``ref[indices]``, or None for a plain read.
+
+        Components 2k and 2k + 1 of a float32 vector or matrix element read through a loaded
+        row index (``x[j]`` with ``j = sj[s]``) are spelled as one pair read: in a vectorized
+        thread loop, one 64-bit gather instead of two 32-bit ones (a vec3: two gathers instead
+        of three). Rows indexed by the thread keep plain reads, which LLVM vectorizes as
+        interleaved loads; a component without a partner (a vec3's z) stays alone."""
+        shape = getattr(ref.dtype, "_shape", None)
+        if (self.debug or ref.adjoint or not _LITTLE_ENDIAN or not shape
+                or dtypes.scalar_of(ref.dtype) is not dtypes.float32
+                or len(indices) != ref.ndim + len(shape)):
+            return None
+        component = constant(indices[-1])
+        if component is None or component < 0:
+            return None
+        lane = component % 2
+        if component - lane + 1 >= shape[-1]:
+            return None
+        if not any(reads_arrays(i, self.gathered) for i in indices[:ref.ndim]):
+            return None
+        return lane
 
     def index_code(self, indices: tuple[ir.Expr, ...], temps=None,
                    ref: ir.ArrayRef | None = None) -> str:
