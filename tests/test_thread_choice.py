@@ -42,10 +42,45 @@ def test_a_choice_is_timed_again_after_recheck_launches():
     table = {}
     _, choice = _tally([1.0, 3.0], table)
     assert choice.decided is True
-    for _ in range(thread_choice.RECHECK):
-        assert thread_choice.choose(table, False, 1000) == (choice, True)
+    for followed in range(1, thread_choice.RECHECK + 1):
+        chosen, threaded = thread_choice.choose(table, False, 1000)
+        assert chosen is choice and threaded == (followed not in thread_choice.PROBES)
+        if not threaded:  # a probe of the serial way, slower than threads: the choice stays
+            assert choice.timing()
+            choice.record(False, 2.5)
+            assert choice.decided is True and not choice.timing()
     again, threaded = thread_choice.choose(table, False, 1000)
     assert again is choice and choice.decided is None and threaded and choice.runs == [0, 0]
+
+
+def test_a_probe_of_the_other_way_that_wins_changes_the_choice():
+    """Trials on a busy host kept a launch serial (threaded runs 1.3 s, serial 1.2 s); the
+    probe of threads four launches later runs in 0.7 s: threads from then on."""
+    table = {}
+    ways, choice = _tally([1.3, 1.2] * thread_choice.TRIALS, table)
+    assert choice.decided is False
+    ways, _ = _tally([1.2] * (min(thread_choice.PROBES) - 1), table)
+    assert ways == [False] * (min(thread_choice.PROBES) - 1)
+    chosen, threaded = thread_choice.choose(table, False, 1000)
+    assert threaded and choice.timing()
+    # asked again before it reported (the fast launcher's question, then the general path's):
+    # the same probe, not counted twice
+    assert not thread_choice.stays_serial(table, False, 1000)
+    assert thread_choice.choose(table, False, 1000) == (choice, True)
+    assert choice.followed == min(thread_choice.PROBES)
+    choice.record(True, 0.7)
+    assert choice.decided is True and not choice.timing()
+    assert thread_choice.choose(table, False, 1000) == (choice, True)
+
+
+def test_a_probe_that_cannot_be_timed_is_dropped():
+    table = {}
+    _, choice = _tally([1.3, 1.2] * thread_choice.TRIALS, table)
+    _tally([1.2] * (min(thread_choice.PROBES) - 1), table)
+    assert thread_choice.choose(table, False, 1000) == (choice, True)  # the probe
+    choice.skip()
+    assert thread_choice.choose(table, False, 1000) == (choice, False)
+    assert choice.decided is False and not choice.timing()
 
 
 @wp.kernel
@@ -96,6 +131,37 @@ def test_launches_follow_the_timed_choice(auto_everywhere, monkeypatch, threads_
     before = len(auto_everywhere)
     wp.launch(scale, m, inputs=[x[:m], y[:m]])
     assert len(auto_everywhere) == before + 1
+
+
+def test_launches_switch_to_threads_when_their_probe_wins(auto_everywhere, monkeypatch):
+    """Serial wins the trials (as on a host whose other core was busy); the probe of threads
+    is faster, and the launches after it run threaded. The serial launches in between take the
+    fast launcher, which counts them as the general path would."""
+    record = thread_choice.Choice.record
+
+    def staged(self, threaded, seconds):
+        if self.decided is None:  # trials
+            return record(self, threaded, 1.3 if threaded else 1.2)
+        return record(self, threaded, 0.7)  # the probe
+
+    monkeypatch.setattr(thread_choice.Choice, "record", staged)
+    n = 1000
+    x = wp.array(np.arange(n, dtype=np.float32))
+    y = wp.zeros(n, dtype=float)
+    wp.launch(scale, 1, inputs=[x, y])
+    choices = scale.program(1, False, True, None).thread_choices
+    choices.clear()
+    first = min(thread_choice.PROBES)
+    ways = []
+    for _ in range(2 * thread_choice.TRIALS + first + 3):
+        before = len(auto_everywhere)
+        y.zero_()
+        wp.launch(scale, n, inputs=[x, y])
+        ways.append(len(auto_everywhere) > before)
+        np.testing.assert_array_equal(y.numpy(), 3 * x.numpy())
+    assert ways == ([True, False] * thread_choice.TRIALS + [False] * (first - 1)
+                    + [True] * 4)
+    assert choices[(False, n)].decided is True and choices[(False, n)].followed == first + 3
 
 
 def test_launches_that_cannot_use_threads_do_not_count(auto_everywhere, monkeypatch):

@@ -9,8 +9,16 @@ each (program, direction, size) alternate, threaded first, until each way has ru
 times (or threads won clearly); the faster one (by its fastest run: noise only ever adds time)
 is kept for the next ``RECHECK`` launches, and then timed again: a core busy with something
 else during the trials (another process, or a compile-ahead child, beside which ``launch``
-times nothing) must not keep a launch off the threads for good. This module only keeps the
-tally; ``launch._execute`` asks and reports.
+times nothing) must not keep a launch off the threads for good.
+
+The trials take a few milliseconds, and a host whose other core is busy for that long decides
+wrong: on the 2-core test VM, mass-spring's forces (threads 1.3-1.8x faster) were kept serial
+in about one benchmark run in three, and stayed serial for the whole run. So the way not
+chosen is also timed once at a few ``PROBES`` launches after the choice, and wins from then on
+if its fastest run beats the chosen way's: one run of the slower way at each probe when the
+choice was right.
+
+This module only keeps the tally; ``launch._execute`` asks and reports.
 """
 
 from __future__ import annotations
@@ -25,6 +33,9 @@ CLEAR_WIN = 1.5
 # Launches that follow a choice before it is timed again.
 RECHECK = 200
 
+# Launches after a choice (counted as ``Choice.followed``) that run the other way, timed.
+PROBES = frozenset({4, 16, 64})
+
 # False: every launch that may use threads does (what tests of those rules set).
 TIMED = True
 
@@ -35,7 +46,7 @@ _MAX_SIZES = 256
 class Choice:
     """The tally of one (program, direction, launch size): fastest time each way so far."""
 
-    __slots__ = ("threaded", "serial", "runs", "decided", "followed")
+    __slots__ = ("threaded", "serial", "runs", "decided", "followed", "probing")
 
     def __init__(self):
         self.restart()
@@ -46,17 +57,33 @@ class Choice:
         self.runs = [0, 0]  # serial, threaded
         self.decided: bool | None = None  # True: threads; False: serial; None: still timing
         self.followed = 0  # launches since the choice
+        self.probing = False  # a launch the other way is due, to be timed
 
     def keep(self) -> bool | None:
-        """The way chosen (True: threads), for one more launch, which is counted; None while
-        still timing, and once ``RECHECK`` launches have followed the choice (timed again)."""
+        """The way for one more launch (True: threads), which is counted: the way chosen, or
+        the other at a probe (until a probe launch reports or is ``skip``-ped, every launch asks
+        for it again, uncounted); None while still timing, and once ``RECHECK`` launches have
+        followed the choice (timed again)."""
         if self.decided is None:
             return None
+        if self.probing:
+            return not self.decided
         self.followed += 1
-        if self.followed <= RECHECK:
-            return self.decided
-        self.restart()
-        return None
+        if self.followed > RECHECK:
+            self.restart()
+            return None
+        if self.followed in PROBES:
+            self.probing = True
+            return not self.decided
+        return self.decided
+
+    def timing(self) -> bool:
+        """Whether the launch that asked should be timed and reported: a trial or a probe."""
+        return self.decided is None or self.probing
+
+    def skip(self) -> None:
+        """The probe's launch could not be timed (it runs but does not count)."""
+        self.probing = False
 
     def record(self, threaded: bool, seconds: float) -> None:
         """Report one timed launch."""
@@ -64,6 +91,10 @@ class Choice:
             self.threaded = min(self.threaded, seconds)
         else:
             self.serial = min(self.serial, seconds)
+        if self.probing:
+            self.probing = False
+            self.decided = self.threaded < self.serial
+            return
         self.runs[threaded] += 1
         if min(self.runs) >= TRIALS or self.runs[0] and self.threaded * CLEAR_WIN < self.serial:
             self.decided = self.threaded < self.serial
@@ -89,7 +120,7 @@ def choose(table: dict, adjoint: bool, total: int) -> tuple[Choice | None, bool]
 
 def stays_serial(table: dict, adjoint: bool, total: int) -> bool:
     """Whether a launch of ``total`` threads runs serially by a choice already made (and not
-    due to be timed again), counted as ``choose`` counts it: launchers that can run only
-    serial launches ask this instead (``launch_fast.py``)."""
+    due to be timed again or probed), counted as ``choose`` counts it: launchers that can run
+    only serial launches ask this instead (``launch_fast.py``)."""
     choice = table.get((adjoint, total))
     return TIMED and choice is not None and choice.decided is False and choice.keep() is False
