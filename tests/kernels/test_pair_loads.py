@@ -4,6 +4,8 @@ load. The values read must be exactly the elements' bits, for every composite sh
 views, in vectorized loops and their remainders; rows indexed by the thread, float64 arrays and
 debug mode keep plain reads."""
 
+import typing
+
 import numpy as np
 import pytest
 
@@ -12,43 +14,8 @@ from tests.kernels.modes import debug_reference
 
 
 @wp.kernel
-def gather_vec3(x: wp.array(dtype=wp.vec3), idx: wp.array(dtype=int),
-                out: wp.array(dtype=wp.vec3)):
-    s = wp.tid()
-    out[s] = x[idx[s]]
-
-
-@wp.kernel
-def gather_vec2(x: wp.array(dtype=wp.vec2), idx: wp.array(dtype=int),
-                out: wp.array(dtype=wp.vec2)):
-    s = wp.tid()
-    out[s] = x[idx[s]]
-
-
-@wp.kernel
-def gather_vec4(x: wp.array(dtype=wp.vec4), idx: wp.array(dtype=int),
-                out: wp.array(dtype=wp.vec4)):
-    s = wp.tid()
-    out[s] = x[idx[s]]
-
-
-@wp.kernel
-def gather_quat(x: wp.array(dtype=wp.quat), idx: wp.array(dtype=int),
-                out: wp.array(dtype=wp.quat)):
-    s = wp.tid()
-    out[s] = x[idx[s]]
-
-
-@wp.kernel
-def gather_mat22(x: wp.array(dtype=wp.mat22), idx: wp.array(dtype=int),
-                 out: wp.array(dtype=wp.mat22)):
-    s = wp.tid()
-    out[s] = x[idx[s]]
-
-
-@wp.kernel
-def gather_mat33(x: wp.array(dtype=wp.mat33), idx: wp.array(dtype=int),
-                 out: wp.array(dtype=wp.mat33)):
+def gather(x: wp.array(dtype=typing.Any), idx: wp.array(dtype=int),
+           out: wp.array(dtype=typing.Any)):
     s = wp.tid()
     out[s] = x[idx[s]]
 
@@ -60,14 +27,15 @@ def gather_grid(x: wp.array2d(dtype=wp.vec3), idx: wp.array(dtype=int),
     out[s] = x[idx[s], s % 3]
 
 
-KERNELS = {  # kernel, dtype, components per element
-    "vec3": (gather_vec3, wp.vec3, (3,)),
-    "vec2": (gather_vec2, wp.vec2, (2,)),
-    "vec4": (gather_vec4, wp.vec4, (4,)),
-    "quat": (gather_quat, wp.quat, (4,)),
-    "mat22": (gather_mat22, wp.mat22, (2, 2)),
-    "mat33": (gather_mat33, wp.mat33, (3, 3)),
-}
+SHAPES = {wp.vec3: (3,), wp.vec2: (2,), wp.vec4: (4,), wp.quat: (4,), wp.mat22: (2, 2),
+          wp.mat33: (3, 3)}
+
+
+def gather_source(dtype) -> str:
+    """The forward of ``gather`` specialised for arrays of ``dtype``."""
+    x = wp.zeros(1, dtype=dtype)
+    kernel = gather.specialize([x, wp.zeros(1, dtype=int), x])
+    return kernel.source().split(f"def {kernel.key}_adjoint")[0]
 
 
 def awkward_floats(rng, shape) -> np.ndarray:
@@ -86,11 +54,11 @@ def awkward_floats(rng, shape) -> np.ndarray:
 def test_gathered_components_are_read_in_pairs():
     """x[idx[s]] of a vec3: x and y by one pair read, z alone; other shapes pair every two
     neighbouring components along their last axis."""
-    forward = gather_vec3.source().split("def gather_vec3_adjoint")[0]
+    forward = gather_source(wp.vec3)
     assert "rt_load_pair(x, (uint64(" in forward
     assert forward.count("rt_load_pair(x, (") == 2  # lanes 0 and 1 of one pair
     assert "u64_2]" in forward  # the z component, read alone
-    vec4 = gather_vec4.source().split("def gather_vec4_adjoint")[0]
+    vec4 = gather_source(wp.vec4)
     assert "u64_0,))[0]" in vec4 and "u64_0,))[1]" in vec4
     assert "u64_2,))[0]" in vec4 and "u64_2,))[1]" in vec4
 
@@ -109,40 +77,38 @@ def test_thread_rows_float64_and_debug_mode_keep_plain_reads():
     saved = wp.config.mode
     wp.config.mode = "debug"
     try:
-        assert "rt_load_pair" not in gather_vec3.source()
+        assert "rt_load_pair" not in gather_source(wp.vec3)
     finally:
         wp.config.mode = saved
 
 
 @pytest.mark.parametrize("mode", ["serial", "auto"])
-@pytest.mark.parametrize("name", sorted(KERNELS))
+@pytest.mark.parametrize("dtype", list(SHAPES), ids=lambda t: t.__name__)
 @pytest.mark.parametrize("n", [1, 7, 1029])
-def test_pair_reads_return_the_elements_bits(threading, mode, name, n):
+def test_pair_reads_return_the_elements_bits(threading, mode, dtype, n):
     """Every component of every gathered row, awkward values included, arrives bit for bit:
     launches of 1 and 7 threads run the loops' scalar remainders, 1029 their vector bodies."""
-    kernel, dtype, shape = KERNELS[name]
     threading(mode)
     rng = np.random.default_rng(n)
     rows = 11
-    xs = awkward_floats(rng, (rows, *shape))
+    xs = awkward_floats(rng, (rows, *SHAPES[dtype]))
     idx = rng.integers(0, rows, n).astype(np.int32)
     out = wp.zeros(n, dtype=dtype)
-    wp.launch(kernel, dim=n, inputs=[wp.array(xs, dtype=dtype), wp.array(idx, dtype=int)],
+    wp.launch(gather, dim=n, inputs=[wp.array(xs, dtype=dtype), wp.array(idx, dtype=int)],
               outputs=[out])
     np.testing.assert_array_equal(out.numpy().view(np.uint32), xs[idx].view(np.uint32))
 
 
-@pytest.mark.parametrize("name", ["vec3", "vec4", "mat33"])
-def test_strided_views_read_each_component(name):
+@pytest.mark.parametrize("dtype", [wp.vec3, wp.vec4, wp.mat33], ids=lambda t: t.__name__)
+def test_strided_views_read_each_component(dtype):
     """A view of every other row is not C-contiguous: the pair is read element by element."""
-    kernel, dtype, shape = KERNELS[name]
     rng = np.random.default_rng(3)
     rows, n = 9, 600
-    xs = awkward_floats(rng, (2 * rows, *shape))
+    xs = awkward_floats(rng, (2 * rows, *SHAPES[dtype]))
     base = wp.array(xs, dtype=dtype)
     idx = rng.integers(0, rows, n).astype(np.int32)
     out = wp.zeros(n, dtype=dtype)
-    wp.launch(kernel, dim=n, inputs=[base[::2], wp.array(idx, dtype=int)], outputs=[out])
+    wp.launch(gather, dim=n, inputs=[base[::2], wp.array(idx, dtype=int)], outputs=[out])
     np.testing.assert_array_equal(out.numpy().view(np.uint32), xs[::2][idx].view(np.uint32))
 
 
