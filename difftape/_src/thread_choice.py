@@ -13,7 +13,7 @@ times nothing) must not keep a launch off the threads for good.
 
 The trials take a few milliseconds, and a host whose other core is busy for that long decides
 wrong: on the 2-core test VM, mass-spring's forces (threads 1.3-1.8x faster) were kept serial
-in about one benchmark run in three, and stayed serial for the whole run. So the way not
+in two of four benchmark-like processes, and stayed serial for the whole run. So the way not
 chosen is also timed once at a few ``PROBES`` launches after the choice, and wins from then on
 if its fastest run beats the chosen way's: one run of the slower way at each probe when the
 choice was right.
