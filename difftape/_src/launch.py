@@ -506,10 +506,9 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
                 receiver = _receiver(plan, args, receiving)
                 how = _threading(kernel, dims, total, adjoint, receiver, args, plan.positions,
                                  flags)
-            if timed is not None and not timed.timing():
-                timed = None  # decided
-            elif timed is not None and (compile_ahead.pending or (threaded and how.chunks == 1)):
-                timed.skip()  # a child compiles on a core, or no threads after all
+            if timed is not None and (not timed.timing() or compile_ahead.pending or (
+                    threaded and how.chunks == 1)):
+                timed.skip()  # decided; a child compiles on a core; or no threads after all
                 timed = None
     if program is None:  # (an "auto" launch has it: its chunks never use atomics)
         program = kernel.program(len(dims), how.atomic, noalias, flags)

@@ -82,7 +82,7 @@ class Choice:
         return self.decided is None or self.probing
 
     def skip(self) -> None:
-        """The probe's launch could not be timed (it runs but does not count)."""
+        """The launch that asked is not timed; a probe's is dropped (it runs, uncounted)."""
         self.probing = False
 
     def record(self, threaded: bool, seconds: float) -> None:
