@@ -339,6 +339,30 @@ def test_auto_mode_runs_large_atomic_free_launches_in_parallel(chunk_counts):
         wp.config.deterministic = False
 
 
+def test_auto_mode_uses_as_many_chunks_as_copies_fit(chunk_counts, monkeypatch):
+    """On many cores, a scatter array too big for a copy per thread gets fewer chunks (as many
+    as the copies budget holds), not a serial launch; and the chunks' sums still add up."""
+    from difftape._src import launch
+
+    monkeypatch.setattr(launch.numba, "get_num_threads", lambda: 16)
+    monkeypatch.setattr(wp.config, "cpu_parallel", "auto")
+    monkeypatch.setattr(wp.config, "parallel_threshold", 100)
+    rows = 200
+    for size, adjoint_chunks in ((100, 16), (500, 3), (799, 2), (801, None)):
+        # the copies may hold REPLICA_ELEMENTS_PER_THREAD (8) * rows = 1600 elements in all
+        x = wp.array(np.arange(size, dtype=np.float64), requires_grad=True)
+        index = (np.arange(rows) * 3) % min(size, 97)  # every chunk adds into the same rows
+        out = wp.zeros(rows, dtype=wp.float64, requires_grad=True)
+        chunk_counts.clear()
+        tape = wp.Tape()
+        with tape:
+            wp.launch(gather_scaled, rows, inputs=[x, wp.array(index, dtype=wp.int32), out])
+        tape.backward(grads={out: wp.ones(rows, dtype=wp.float64)})
+        assert chunk_counts == [16] + ([adjoint_chunks] if adjoint_chunks else []), size
+        np.testing.assert_array_equal(x.grad.numpy(), 2.0 * np.bincount(index, minlength=size))
+        np.testing.assert_array_equal(out.numpy(), 2.0 * index)
+
+
 @wp.kernel
 def product_plus(a: wp.array(dtype=float), b: wp.array(dtype=float), y: wp.array(dtype=float)):
     i = wp.tid()

@@ -391,10 +391,11 @@ def _threading(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool,
     keeps "serial", ``config.deterministic`` and small "auto" launches serial): "parallel"
     (atomics at scatter sites); "replicate" (per-chunk copies of the arrays scatter sites add
     into, or row bands where every site stays near its row; atomics where a site is not a plain
-    add); or "auto": on every thread when no thread may update an element another updates, when
-    row bands separate the updates, or when per-chunk copies of the arrays updated are small
-    next to the launch; serially otherwise (on few cores, scattered float atomics cost more than
-    a second core gives back, PERF-NOTES §3). ``receiver(symbol)`` is the array a scatter site
+    add); or "auto": on every thread when no thread may update an element another updates or
+    when row bands separate the updates; with per-chunk copies of the arrays updated, in as
+    many chunks (up to one per thread) as keep the copies small next to the launch
+    (``REPLICA_ELEMENTS_PER_THREAD``); serially when not even two chunks do (on few cores,
+    scattered float atomics cost more than a second core gives back, PERF-NOTES §3). ``receiver(symbol)`` is the array a scatter site
     adds into in this launch and whether it receives anything (False: an absent adjoint's
     stand-in); ``args[positions[symbol]]`` the argument of a parameter; ``flags`` an adjoint
     launch's (its program holds the adjoint's views)."""
@@ -411,8 +412,11 @@ def _threading(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool,
     if all(sites[symbol] for symbol in live):
         banded, margin = _bands(kernel.program(len(dims), flags=flags), adjoint, live, rows,
                                 lambda symbol, axis: args[positions[symbol]].shape[axis])
-        copies = sum(a.size for symbol, a in live.items() if symbol not in banded) * chunks
-        if mode == "replicate" or copies <= REPLICA_ELEMENTS_PER_THREAD * total:
+        if mode == "auto":  # as many chunks as copies of this size fit the budget
+            copy = sum(a.size for symbol, a in live.items() if symbol not in banded)
+            if copy:
+                chunks = min(chunks, REPLICA_ELEMENTS_PER_THREAD * total // copy)
+        if chunks > 1:
             return Threading(False, chunks, banded, margin)
     return Threading(True, chunks) if mode == "replicate" else _SERIAL
 
