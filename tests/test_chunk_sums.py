@@ -1,5 +1,6 @@
-"""Summing per-chunk copies into their array (``backends/cpu_reduce.py``): the compiled path for
-C-contiguous arrays of every dtype Numba types, numpy's for the rest, in copy order."""
+"""Per-chunk copies (``chunks.py``, ``backends/cpu_reduce.py``): each zeroed by its chunk, then
+summed into their array: the compiled path for C-contiguous arrays of every dtype Numba types,
+numpy's for the rest, in copy order."""
 
 import numpy as np
 import pytest
@@ -47,3 +48,35 @@ def test_a_strided_array_is_summed_in_place_by_numpy():
 def test_an_empty_array_adds_nothing():
     array = np.zeros((0, 3), np.float32)
     _run(cpu_reduce.add_copies_calls(array, np.zeros((1, 0, 3), np.float32), [(0, 0)]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16,
+                                   np.dtype([("a", np.float32), ("b", np.int8)])])
+def test_zero_call_zeroes_a_copy_of_any_dtype(dtype):
+    copy = np.frombuffer(np.full(5 * 3 * np.dtype(dtype).itemsize, 0xAB, np.uint8),
+                         dtype).reshape(5, 3).copy()
+    _run([cpu_reduce.zero_call(copy)])
+    assert not copy.view(np.uint8).any()
+
+
+def _garbage_empty(shape, dtype):
+    """Memory as np.empty may hand back: what an earlier array left there."""
+    return np.full(shape, 7, dtype)
+
+
+def _add_row_ones(lo, hi, rows, out):
+    for r in range(lo, hi):
+        out[r] += 1.0
+
+
+@pytest.mark.parametrize("direct", [False, True])
+@pytest.mark.parametrize("rows, chunks, margin", [(12, 2, 0), (12, 3, 0), (2, 2, 1), (5, 3, 2)])
+def test_every_chunk_adds_into_a_zeroed_copy(monkeypatch, direct, rows, chunks, margin):
+    """A copy may come from reused memory: each chunk zeroes its own, including a chunk whose
+    rows all wait for the serial pass of a banded launch (2 rows, 2 chunks, margin 1)."""
+    from difftape._src import chunks as chunking
+
+    monkeypatch.setattr(chunking.np, "empty", _garbage_empty)
+    out = np.full(rows, 10.0)
+    chunking.run(_add_row_ones, [rows], [], [(out, True, direct, False)], chunks, margin)
+    np.testing.assert_array_equal(out, np.full(rows, 11.0))

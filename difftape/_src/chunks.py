@@ -4,8 +4,9 @@ Generated functions take ``lo, hi`` (the rows of the first launch dimension they
 the GIL, so a launch runs as one call per chunk: chunk 0 on the calling thread, the others on a
 thread pool. Scatter sites of code without atomics add into per-chunk views passed as trailing
 arguments: the array itself for a lone chunk (and for chunk 0 where nothing else in the kernel
-touches the array), zeroed copies for the others, summed into the array afterwards; or the array
-itself for every chunk, when the sites stay near the thread's row and chunks run in bands.
+touches the array), copies for the others (each zeroed by its chunk), summed into the array
+afterwards; or the array itself for every chunk, when the sites stay near the thread's row and
+chunks run in bands.
 
 Unlike Numba's ``parallel=True`` (parfors), this compiles nothing beyond the serial function:
 one compiled function per kernel direction serves serial and multi-threaded launches.
@@ -63,28 +64,47 @@ def run(fn, dims: list[int], args: list, views: list[tuple[np.ndarray, bool, boo
     the concurrent parts are then more than ``margin`` rows apart, so their adds never meet."""
     rows = dims[0]
     per_chunk: list[list[np.ndarray]] = [[] for _ in range(chunks)]
+    zeroing: list[list[tuple]] = [[] for _ in range(chunks)]  # each chunk's copies' zeroing
     sums = []
     for array, live, direct, banded in views:
         if not live or banded:  # nobody writes it, or chunks write rows far enough apart
             for chunk_views in per_chunk:
                 chunk_views.append(array)
             continue
-        copies = np.zeros((chunks - 1 if direct else chunks,) + array.shape, array.dtype)
+        copies = np.empty((chunks - 1 if direct else chunks,) + array.shape, array.dtype)
         for c, chunk_views in enumerate(per_chunk):
-            chunk_views.append(array if direct and c == 0 else copies[c - 1 if direct else c])
+            if direct and c == 0:
+                chunk_views.append(array)
+            else:
+                chunk_views.append(copies[c - 1 if direct else c])
+                zeroing[c].append(cpu_reduce.zero_call(chunk_views[-1]))
         sums.append((array, copies))
     bounds = [(c * rows // chunks, (c + 1) * rows // chunks) for c in range(chunks)]
     held = [(max(lo, hi - margin), hi) for lo, hi in bounds] if margin else []
     if held:
         bounds = [(lo, held_lo) for (lo, _), (held_lo, _) in zip(bounds, held)]
+    calls = []
+    for c, (lo, hi) in enumerate(bounds):
+        call = (fn, (lo, hi, *dims, *args, *per_chunk[c]))
+        if c == 0 or hi > lo:
+            calls.append((_calls, (*zeroing[c], call)) if zeroing[c] else call)
+        else:  # no rows run concurrently; its held rows may still add into its copies
+            _calls(*zeroing[c])
     workers = _thread_workers()
-    workers.run([(fn, (lo, hi, *dims, *args, *per_chunk[c]))
-                 for c, (lo, hi) in enumerate(bounds) if c == 0 or hi > lo])
+    workers.run(calls)
     for c, (lo, hi) in enumerate(held):
         if hi > lo:
             fn(lo, hi, *dims, *args, *per_chunk[c])
     for array, copies in sums:
         _sum_into(array, copies, chunks, workers)
+
+
+def _calls(*calls: tuple) -> None:
+    """Make the calls ``(fn, args)`` one after the other: a chunk zeroes its copies on its own
+    thread, in its own cache, just before it adds into them (zeroed on the launching thread,
+    every copy was written by one core and then pulled over to another)."""
+    for fn, args in calls:
+        fn(*args)
 
 
 def _sum_into(array: np.ndarray, copies: np.ndarray, chunks: int, workers: Workers) -> None:
