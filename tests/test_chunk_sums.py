@@ -5,6 +5,7 @@ numpy's for the rest, in copy order."""
 import numpy as np
 import pytest
 
+from difftape._src import chunks
 from difftape._src.backends import cpu_reduce
 
 
@@ -52,10 +53,10 @@ def test_an_empty_array_adds_nothing():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16,
                                    np.dtype([("a", np.float32), ("b", np.int8)])])
-def test_zero_call_zeroes_a_copy_of_any_dtype(dtype):
+def test_a_copy_of_any_dtype_is_zeroed(dtype):
     copy = np.frombuffer(np.full(5 * 3 * np.dtype(dtype).itemsize, 0xAB, np.uint8),
                          dtype).reshape(5, 3).copy()
-    _run([cpu_reduce.zero_call(copy)])
+    _run([chunks._zero_call(copy)])
     assert not copy.view(np.uint8).any()
 
 
@@ -70,13 +71,11 @@ def _add_row_ones(lo, hi, rows, out):
 
 
 @pytest.mark.parametrize("direct", [False, True])
-@pytest.mark.parametrize("rows, chunks, margin", [(12, 2, 0), (12, 3, 0), (2, 2, 1), (5, 3, 2)])
-def test_every_chunk_adds_into_a_zeroed_copy(monkeypatch, direct, rows, chunks, margin):
+@pytest.mark.parametrize("rows, count, margin", [(12, 2, 0), (12, 3, 0), (2, 2, 1), (5, 3, 2)])
+def test_every_chunk_adds_into_a_zeroed_copy(monkeypatch, direct, rows, count, margin):
     """A copy may come from reused memory: each chunk zeroes its own, including a chunk whose
     rows all wait for the serial pass of a banded launch (2 rows, 2 chunks, margin 1)."""
-    from difftape._src import chunks as chunking
-
-    monkeypatch.setattr(chunking.np, "empty", _garbage_empty)
+    monkeypatch.setattr(chunks.np, "empty", _garbage_empty)
     out = np.full(rows, 10.0)
-    chunking.run(_add_row_ones, [rows], [], [(out, True, direct, False)], chunks, margin)
+    chunks.run(_add_row_ones, [rows], [], [(out, True, direct, False)], count, margin)
     np.testing.assert_array_equal(out, np.full(rows, 11.0))

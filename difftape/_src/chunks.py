@@ -77,7 +77,7 @@ def run(fn, dims: list[int], args: list, views: list[tuple[np.ndarray, bool, boo
                 chunk_views.append(array)
             else:
                 chunk_views.append(copies[c - 1 if direct else c])
-                zeroing[c].append(cpu_reduce.zero_call(chunk_views[-1]))
+                zeroing[c].append(_zero_call(chunk_views[-1]))
         sums.append((array, copies))
     bounds = [(c * rows // chunks, (c + 1) * rows // chunks) for c in range(chunks)]
     held = [(max(lo, hi - margin), hi) for lo, hi in bounds] if margin else []
@@ -97,6 +97,12 @@ def run(fn, dims: list[int], args: list, views: list[tuple[np.ndarray, bool, boo
             fn(lo, hi, *dims, *args, *per_chunk[c])
     for array, copies in sums:
         _sum_into(array, copies, chunks, workers)
+
+
+def _zero_call(copy: np.ndarray) -> tuple:
+    """The call ``(fn, args)`` that zeroes ``copy`` (C-contiguous, of any dtype; NumPy's fill
+    runs without the GIL)."""
+    return np.ndarray.fill, (copy.reshape(-1).view(np.uint8), 0)
 
 
 def _calls(*calls: tuple) -> None:

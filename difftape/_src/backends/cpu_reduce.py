@@ -1,9 +1,7 @@
-"""Zeroing a launch's per-chunk copies and adding them into the array they stand for,
-compiled, without the GIL.
+"""Adding a launch's per-chunk copies into the array they stand for, compiled, without the GIL.
 
-``chunks.py`` has each chunk zero its own copies (on its own thread, just before it adds into
-them), then splits the rows of the sum over its threads; each calls :func:`add_copies` for its
-rows. NumPy's ``np.add`` held the GIL for much of the sum here, so a worker waiting to start its
+``chunks.py`` splits the rows over its threads; each calls :func:`add_copies` for its rows.
+NumPy's ``np.add`` held the GIL for much of the sum here, so a worker waiting to start its
 rows waited for the launching thread's (33-220 us on the 2-core test VM).
 """
 
@@ -28,23 +26,7 @@ def _add_copies(target, copies, lo, hi):
             part[i] += copy[i]
 
 
-@load_only
-@njit(cache=True, nogil=True)
-def _zero_bytes(data):
-    for i in range(data.shape[0]):  # LLVM makes this a memset
-        data[i] = 0
-
-
 _entries: dict = {}
-_zero_entry = None
-
-
-def zero_call(copy: np.ndarray) -> tuple:
-    """The call ``(fn, args)`` that zeroes ``copy`` (C-contiguous, any dtype)."""
-    global _zero_entry
-    if _zero_entry is None:
-        _zero_entry = _zero_bytes.compile((types.Array(types.uint8, 1, "C"),))
-    return _zero_entry, (copy.reshape(-1).view(np.uint8),)
 
 
 def add_copies_calls(array: np.ndarray, copies: np.ndarray, bounds: list[tuple[int, int]]
