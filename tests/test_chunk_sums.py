@@ -79,3 +79,15 @@ def test_every_chunk_adds_into_a_zeroed_copy(monkeypatch, direct, rows, count, m
     out = np.full(rows, 10.0)
     chunks.run(_add_row_ones, [rows], [], [(out, True, direct, False)], count, margin)
     np.testing.assert_array_equal(out, np.full(rows, 11.0))
+
+
+@pytest.mark.parametrize("size, ranges", [(1000, 1), (chunks.SUM_HERE_ELEMENTS, 2)])
+def test_small_copies_are_summed_without_a_hand_off(monkeypatch, size, ranges):
+    bounds = []
+    calls = cpu_reduce.add_copies_calls
+    monkeypatch.setattr(cpu_reduce, "add_copies_calls",
+                        lambda array, copies, b: bounds.append(b) or calls(array, copies, b))
+    out = np.zeros(size)
+    chunks.run(_add_row_ones, [size], [], [(out, True, True, False)], 2)
+    assert len(bounds) == 1 and len(bounds[0]) == ranges
+    np.testing.assert_array_equal(out, np.ones(size))
