@@ -395,10 +395,11 @@ def _threading(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool,
     when row bands separate the updates; with per-chunk copies of the arrays updated, in as
     many chunks (up to one per thread) as keep the copies small next to the launch
     (``REPLICA_ELEMENTS_PER_THREAD``); serially when not even two chunks do (on few cores,
-    scattered float atomics cost more than a second core gives back, PERF-NOTES §3). ``receiver(symbol)`` is the array a scatter site
-    adds into in this launch and whether it receives anything (False: an absent adjoint's
-    stand-in); ``args[positions[symbol]]`` the argument of a parameter; ``flags`` an adjoint
-    launch's (its program holds the adjoint's views)."""
+    scattered float atomics cost more than a second core gives back, PERF-NOTES §3).
+    ``receiver(symbol)`` is the array a scatter site adds into in this launch and whether it
+    receives anything (False: an absent adjoint's stand-in); ``args[positions[symbol]]`` the
+    argument of a parameter; ``flags`` an adjoint launch's (its program holds the adjoint's
+    views)."""
     mode = config.cpu_parallel
     rows = dims[0]
     chunks = min(rows, numba.get_num_threads())
