@@ -535,7 +535,7 @@ def main(argv=None) -> int:
     p.add_argument("--noise-threshold", type=float, default=0.15,
                    help="rerun a sample if other processes used more CPU than this (cores)")
     p.add_argument("--retries", type=int, default=1)
-    p.add_argument("--warm-rounds", type=int, default=3,
+    p.add_argument("--warm-rounds", type=int, default=5,
                    help="warm-cache processes per start-up cell (median reported)")
     p.add_argument("--retry-max-s", type=float, default=2.0,
                    help="never rerun a sample longer than this (s): long samples average noise")
