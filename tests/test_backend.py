@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import difftape as wp
+from difftape._src.launch import ATOMICS_FROM_THREADS
 
 
 @wp.kernel
@@ -311,7 +312,8 @@ def test_auto_mode_runs_large_atomic_free_launches_in_parallel(chunk_counts):
         assert _atomic_programs(neighbour_sum) == {False}
 
         # A large gather target: copies would cost more than the launch; the adjoint is
-        # serial, unless the gathered array needs no gradient (no scatter site is live).
+        # serial (or atomic on ATOMICS_FROM_THREADS threads and more), unless the gathered
+        # array needs no gradient (no scatter site is live).
         big = wp.array(np.arange(100_000.0), dtype=wp.float64, requires_grad=True)
         idx = wp.array(np.arange(200) * 7, dtype=wp.int32)
         out = wp.zeros(200, dtype=wp.float64, requires_grad=True)
@@ -321,7 +323,8 @@ def test_auto_mode_runs_large_atomic_free_launches_in_parallel(chunk_counts):
             wp.launch(gather_scaled, 200, inputs=[big, idx, out])
         tape.backward(grads={out: wp.ones(200, dtype=wp.float64)})
         assert big.grad.numpy()[::7][:200].tolist() == [2.0] * 200
-        assert chunk_counts == parallel  # the forward only
+        atomic = numba.get_num_threads() >= ATOMICS_FROM_THREADS
+        assert chunk_counts == parallel * (2 if atomic else 1)  # else the forward only
         big.requires_grad = False
         chunk_counts.clear()
         tape = wp.Tape()
@@ -348,8 +351,9 @@ def test_auto_mode_uses_as_many_chunks_as_copies_fit(chunk_counts, monkeypatch):
     monkeypatch.setattr(wp.config, "cpu_parallel", "auto")
     monkeypatch.setattr(wp.config, "parallel_threshold", 100)
     rows = 200
-    for size, adjoint_chunks in ((100, 16), (500, 3), (799, 2), (801, None)):
-        # the copies may hold REPLICA_ELEMENTS_PER_THREAD (8) * rows = 1600 elements in all
+    for size, adjoint_chunks in ((100, 16), (500, 3), (799, 2), (801, 16)):
+        # the copies may hold REPLICA_ELEMENTS_PER_THREAD (8) * rows = 1600 elements in all;
+        # beyond, atomics on every thread (test_auto_mode_uses_atomics_where_copies_do_not_fit)
         x = wp.array(np.arange(size, dtype=np.float64), requires_grad=True)
         index = (np.arange(rows) * 3) % min(size, 97)  # every chunk adds into the same rows
         out = wp.zeros(rows, dtype=wp.float64, requires_grad=True)
@@ -358,9 +362,58 @@ def test_auto_mode_uses_as_many_chunks_as_copies_fit(chunk_counts, monkeypatch):
         with tape:
             wp.launch(gather_scaled, rows, inputs=[x, wp.array(index, dtype=wp.int32), out])
         tape.backward(grads={out: wp.ones(rows, dtype=wp.float64)})
-        assert chunk_counts == [16] + ([adjoint_chunks] if adjoint_chunks else []), size
+        assert chunk_counts == [16, adjoint_chunks], size
         np.testing.assert_array_equal(x.grad.numpy(), 2.0 * np.bincount(index, minlength=size))
         np.testing.assert_array_equal(out.numpy(), 2.0 * index)
+
+
+@pytest.mark.parametrize("threads", [3, 4, 16])
+def test_auto_mode_uses_atomics_where_copies_do_not_fit(chunk_counts, monkeypatch, threads):
+    """Where not even two chunks' copies fit the budget, "auto" runs a launch with atomics on
+    every thread from ATOMICS_FROM_THREADS (4) threads on, and serially below; a scatter site
+    that is not a plain add (its result used) takes the same way. Gradients stay exact."""
+    from difftape._src import launch
+
+    monkeypatch.setattr(launch.numba, "get_num_threads", lambda: threads)
+    monkeypatch.setattr(wp.config, "cpu_parallel", "auto")
+    monkeypatch.setattr(wp.config, "parallel_threshold", 100)
+    ways = []
+    threading = launch._threading
+
+    def spy(*args, **kwargs):
+        how = threading(*args, **kwargs)
+        ways.append((how.atomic, how.chunks))
+        return how
+
+    monkeypatch.setattr(launch, "_threading", spy)
+    atomics = threads >= launch.ATOMICS_FROM_THREADS
+    rows, size = 200, 5000  # copies of 5000 elements: over the budget of 8 * 200
+    index = (np.arange(rows) * 7) % 300  # every chunk adds into the same elements
+    x = wp.array(np.arange(size, dtype=np.float64), requires_grad=True)
+    out = wp.zeros(rows, dtype=wp.float64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(gather_scaled, rows, inputs=[x, wp.array(index, dtype=wp.int32), out])
+    tape.backward(grads={out: wp.ones(rows, dtype=wp.float64)})
+    assert ways == [(False, threads), (True, threads) if atomics else (False, 1)]
+    assert chunk_counts == [threads] * (2 if atomics else 1)
+    np.testing.assert_array_equal(x.grad.numpy(), 2.0 * np.bincount(index, minlength=size))
+
+    ways.clear()
+    counts = wp.zeros(size, dtype=wp.int32)
+    slots = wp.zeros(rows, dtype=wp.int32)
+    wp.launch(take_slot, rows, inputs=[wp.array(index, dtype=wp.int32), counts, slots])
+    assert ways == [(True, threads) if atomics else (False, 1)]
+    np.testing.assert_array_equal(counts.numpy(), np.bincount(index, minlength=size))
+    for k in np.unique(index):  # each thread took a distinct slot of its element
+        assert sorted(slots.numpy()[index == k]) == list(range(np.sum(index == k)))
+
+
+@wp.kernel
+def take_slot(idx: wp.array(dtype=wp.int32), counts: wp.array(dtype=wp.int32),
+              slots: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    slots[i] = wp.atomic_add(counts, idx[i], 1)
 
 
 @wp.kernel

@@ -367,6 +367,13 @@ def _adjoint_slot(kernel: Kernel, plan: LaunchPlan, k: int, path, leaf, value, a
 # many elements per launched thread (zeroing and summing them must stay small next to the work).
 REPLICA_ELEMENTS_PER_THREAD = 8
 
+# Where replicas do not fit, "auto" runs a launch on this many threads or more with atomics at
+# its scatter sites (timing then keeps it serial if that is faster). On the 2-core test VM a
+# scattered float atomic costs 2.4-3.5 plain adds (200k particles adding into a 2M-cell grid:
+# 12.2 ms serially, 21.4 ms on two threads with atomics; the adjoint of their gather from it:
+# 19.8 and 24.1 ms), so below ~3 threads atomics cannot pay.
+ATOMICS_FROM_THREADS = 4
+
 
 @dataclass(frozen=True)
 class Threading:
@@ -394,7 +401,8 @@ def _threading(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool,
     add); or "auto": on every thread when no thread may update an element another updates or
     when row bands separate the updates; with per-chunk copies of the arrays updated, in as
     many chunks (up to one per thread) as keep the copies small next to the launch
-    (``REPLICA_ELEMENTS_PER_THREAD``); serially when not even two chunks do (on few cores,
+    (``REPLICA_ELEMENTS_PER_THREAD``); when not even two chunks do, or a site is not a plain
+    add, with atomics on ``ATOMICS_FROM_THREADS`` threads or more, else serially (on few cores,
     scattered float atomics cost more than a second core gives back, PERF-NOTES §3).
     ``receiver(symbol)`` is the array a scatter site adds into in this launch and whether it
     receives anything (False: an absent adjoint's stand-in); ``args[positions[symbol]]`` the
@@ -402,7 +410,7 @@ def _threading(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool,
     views)."""
     mode = config.cpu_parallel
     rows = dims[0]
-    chunks = min(rows, numba.get_num_threads())
+    threads = chunks = min(rows, numba.get_num_threads())
     if chunks <= 1:
         return _SERIAL
     if mode == "parallel":
@@ -419,7 +427,9 @@ def _threading(kernel: Kernel, dims: tuple[int, ...], total: int, adjoint: bool,
                 chunks = min(chunks, REPLICA_ELEMENTS_PER_THREAD * total // copy)
         if chunks > 1:
             return Threading(False, chunks, banded, margin)
-    return Threading(True, chunks) if mode == "replicate" else _SERIAL
+    if mode == "replicate" or (mode == "auto" and threads >= ATOMICS_FROM_THREADS):
+        return Threading(True, threads)
+    return _SERIAL
 
 
 def _bands(program: cpu.CpuProgram, adjoint: bool, live, rows: int,
@@ -503,7 +513,7 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
             how = _SERIAL
         else:
             threaded = True
-            if mode == "auto":  # its threaded variant has no atomics, like the serial one
+            if mode == "auto":  # timed on the variant without atomics, which runs it serially
                 program = kernel.program(len(dims), False, True, flags)
                 timed, threaded = thread_choice.choose(program.thread_choices, adjoint, total)
             how = _SERIAL
@@ -515,7 +525,7 @@ def _execute(kernel: Kernel, plan: LaunchPlan, dims: tuple[int, ...], total: int
                     threaded and how.chunks == 1)):
                 timed.skip()  # decided; a child compiles on a core; or no threads after all
                 timed = None
-    if program is None:  # (an "auto" launch has it: its chunks never use atomics)
+    if program is None or how.atomic:  # (an "auto" launch has its variant without atomics)
         program = kernel.program(len(dims), how.atomic, noalias, flags)
     fn = program.adjoint if adjoint else program.forward
     views = program.views[adjoint]
