@@ -18,6 +18,7 @@ from . import config, dtypes
 from .backends import cpu
 from .frontend import ir
 from .frontend.lower import lower_kernel
+from .frontend.unroll import unroll_static_loops
 
 _module_options: dict[str, dict] = {}
 _options_epoch = [0]  # bumped by set_module_options: cached programs re-check their options
@@ -72,6 +73,8 @@ class Kernel:
         self.module = module or fn.__module__
         module_options(self.module)
         self._ir: ir.KernelIR | None = None
+        self._lowered: ir.KernelIR | None = None  # before unrolling
+        self._ir_unroll: tuple[int, object] = (-1, None)  # (options epoch, max_unroll) of _ir
         self._programs: dict[tuple, cpu.CpuProgram] = {}  # by launch state (options included)
         self._recent: dict[tuple, cpu.CpuProgram] = {}  # by (launch state, options epoch)
         self._built: dict[tuple, cpu.CpuProgram] = {}  # by compiled variant
@@ -133,12 +136,21 @@ class Kernel:
 
     @property
     def ir(self) -> ir.KernelIR:
-        """The kernel's typed IR (lowered on first access; raises KernelError on bad source)."""
-        if self._ir is None:
+        """The kernel's typed IR, static loops unrolled (``max_unroll``); lowered on first
+        access, raising KernelError on bad source."""
+        epoch = _options_epoch[0]
+        if self._ir is not None and self._ir_unroll[0] == epoch:
+            return self._ir
+        if self._lowered is None:
             if self.generic_params:
                 raise RuntimeError(f"kernel '{self.key}' has generic parameters; it is compiled "
                                    "for the argument types of each launch")
-            self._ir = lower_kernel(self.func, self.key, self._concrete)
+            self._lowered = lower_kernel(self.func, self.key, self._concrete)
+        unroll = self.option("max_unroll")
+        if self._ir is None or self._ir_unroll[1] != unroll:
+            self._ir = unroll_static_loops(self._lowered, int(unroll or 0))
+            self._scatters = None
+        self._ir_unroll = (epoch, unroll)
         return self._ir
 
     @property
@@ -194,7 +206,7 @@ class Kernel:
         module = module_options(self.module)
         state = (rank, atomic, noalias, config.mode, module.get("mode"),
                  module.get("fast_math"), module.get("flush_denormals"),
-                 module.get("enable_backward"), flags)
+                 module.get("enable_backward"), module.get("max_unroll"), flags)
         program = self._programs.get(state)
         if program is None:
             with self._lock:

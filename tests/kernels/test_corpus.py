@@ -10,6 +10,7 @@ Also: forward values against numpy references, and serial vs parallel CPU launch
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 
 import numpy as np
@@ -17,6 +18,7 @@ import pytest
 
 import difftape as wp
 from difftape._src import launch as launch_module
+from difftape._src.frontend import ir
 
 from .corpus import CASES, CORPUS, Case, closure_other_value
 
@@ -103,6 +105,19 @@ def test_gradient_matches_central_differences(case: Case):
     assert not failures, (
         f"kernel '{case.name}': tape gradient disagrees with central differences:\n  "
         + "\n  ".join(failures) + f"\ngradients: {grads}")
+
+
+@pytest.mark.parametrize("name", ["loop_static_literal", "constants_module"])
+def test_gradient_with_static_loops_kept(name):
+    # These kernels' loops are unrolled (max_unroll); kept as loops they take the loop adjoint.
+    case = CASES[name]
+    kept = dataclasses.replace(case, kernel=wp.kernel(case.kernel.func, max_unroll=0))
+    assert _loops(case.kernel) == 0 < _loops(kept.kernel)
+    test_gradient_matches_central_differences(kept)
+
+
+def _loops(kernel) -> int:
+    return sum(isinstance(s, ir.For) for s in ir.walk_stmts(kernel.ir.body))
 
 
 @pytest.mark.parametrize("name", ["arith_basic", "loop_negative_step", "atomic_min_max"])

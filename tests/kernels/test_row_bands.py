@@ -36,10 +36,17 @@ def far_scatter(x: wp.array(dtype=wp.float64), idx: wp.array(dtype=int),
 
 
 @wp.kernel
-def looped(x: wp.array(dtype=wp.float64), f: wp.array(dtype=wp.float64)):
+def looped(x: wp.array(dtype=wp.float64), f: wp.array(dtype=wp.float64), reach: int):
     i = wp.tid()
-    for k in range(3):
+    for k in range(reach):
         wp.atomic_add(f, i + k, x[i])  # k is not a constant: no window is claimed
+
+
+@wp.kernel
+def unrolled(x: wp.array(dtype=wp.float64), f: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    for k in range(3):  # unrolled (max_unroll): k is a constant in each copy
+        wp.atomic_add(f, i + k, x[i])
 
 
 def _windows(kernel, rank, adjoint):
@@ -58,6 +65,8 @@ def test_windows_of_clamped_and_shifted_indices():
     assert (spread_window.lo, spread_window.hi) == (-3, 2)
     assert _windows(far_scatter, 1, False)["f"] is None
     assert _windows(looped, 1, False)["f"] is None
+    unrolled_window = _windows(unrolled, 1, False)["f"]
+    assert (unrolled_window.lo, unrolled_window.hi) == (0, 2)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import difftape as wp
 from difftape._src.codegen.signs import gathered_locals, nonnegative_locals
 
 
-@wp.kernel
+@wp.kernel(max_unroll=0)  # its loops stay loops, their variables locals of a known sign
 def mixed_signs(x: wp.array(dtype=float), y: wp.array(dtype=float), shift: int):
     i = wp.tid()
     n = x.shape[0]
