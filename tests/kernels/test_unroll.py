@@ -97,6 +97,32 @@ def long_and_big(x: wp.array(dtype=F64), out: wp.array(dtype=F64)):
     out[i] = s
 
 
+@wp.kernel
+def component_loops(x: wp.array(dtype=F64), out: wp.array(dtype=F64)):
+    i = wp.tid()
+    v = wp.vec3d(x[i], x[i] * x[i], wp.sin(x[i]))
+    m = wp.mat33d()
+    for r in range(3):
+        for c in range(3):
+            m[r, c] = v[r] * v[c] + F64(r - c)
+    w = wp.vec3d()
+    for c in range(3):
+        w[c] = wp.dot(m[c], v)
+    out[i] = w[0] + w[1] * w[2]
+
+
+def _wheres(kernel) -> int:
+    return sum(isinstance(e, ir.Call) and e.builtin.key == "where"
+               for s in ir.walk_stmts(kernel.ir.body) for root in ir.statement_exprs(s)
+               for e in ir.walk_expr(root))
+
+
+def test_components_at_the_loop_variable_become_plain_components():
+    # m[r, c] at a loop variable is a `where` over every component; unrolled, just the one
+    assert _loops(component_loops) == 0 and _wheres(component_loops) == 0
+    assert _wheres(_kept(component_loops)) > 0
+
+
 def test_which_loops_are_unrolled():
     assert _loops(scatter_stencil) == 0 and _loops(_kept(scatter_stencil)) == 2
     assert _loops(carried_product) == 0
@@ -144,6 +170,8 @@ CASES = [
     (inner_exits, lambda r: {"x": r.uniform(-1.5, 1.5, 7), "out": np.zeros(7)}, 7, ("out",), ()),
     (own_break, lambda r: {"x": r.uniform(0.1, 1.5, 9), "out": np.zeros(9)}, 9, ("out",), ()),
     (no_trips, lambda r: {"x": r.uniform(-1.0, 1.0, 5), "out": np.zeros(5)}, 5, ("out",), ()),
+    (component_loops, lambda r: {"x": r.uniform(-1.0, 1.0, 6), "out": np.zeros(6)}, 6,
+     ("out",), ()),
     (long_and_big, lambda r: {"x": r.uniform(-1.0, 1.0, 6), "out": np.zeros(6)}, 6, ("out",),
      ()),
 ]

@@ -298,10 +298,20 @@ class Lowerer(CallLowering, TargetLowering, ExpressionTyper):
                 ref, indices = self.store_target(target)
                 return self.emit_atomics(target, key, ref, [indices], rhs, ref.dtype)
             if not hasattr(base, "assign_field"):
-                ref, indices, local = self.component_target(target)
+                ref, choices = self.component_target(target)
                 if ref is not None:
-                    t = part_type(ref.dtype, len(indices))
-                    return self.emit_atomics(target, key, ref, indices, rhs, t)
+                    t = part_type(ref.dtype, len(choices[0][1]))
+                    if len(choices) > 1:  # one component (or row), picked by the index
+                        rhs = self.held(rhs) if not hasattr(rhs, "comps") else CompValue(
+                            rhs.type, [self.held(c) for c in rhs.comps])
+                    for cond, indices in choices:
+                        if cond is None:
+                            self.emit_atomics(target, key, ref, indices, rhs, t)
+                            continue
+                        _, atomics = self.capture(self.emit_atomics, target, key, ref,
+                                                  indices, rhs, t)
+                        self.emit(ir.If(cond=cond, body=atomics, orelse=[]))
+                    return None
         current = self.operand(target)
         if isinstance(current, ir.Load):
             self.note_read(current.array)

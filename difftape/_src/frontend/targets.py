@@ -32,17 +32,36 @@ class TargetLowering:
             return StructElem(base, indices).assign(self, target, value)
         if isinstance(target, ast.Attribute) and hasattr(base, "assign_field"):
             return base.assign_field(self, target, value)
-        ref, indices, local = self.component_target(target)
-        if local is not None:
-            for sym, c in zip(local, self.part_components(target, value, len(local))):
-                self.emit(ir.Assign(target=sym, value=c))
-            return None
-        comps = self.part_components(target, value, len(indices))
-        self.ctx.written_arrays.add(ref.param)
-        self.ctx.stored_arrays.add(ref.param)
-        for idx, c in zip(indices, comps):
-            self.emit(ir.Store(array=ref, indices=idx, value=c))
+        ref, choices = self.component_target(target)
+        comps = self.part_components(target, value, len(choices[0][1]))
+        if len(choices) > 1 or len(comps) > 1 and any(
+                _reads_target(c, ref, choices) for c in comps):
+            # values computed once, before any slot changes (``m[0] = wp.vec2(m[0][1], m[0][0])``)
+            comps = [self.held(c) for c in comps]
+        if ref is not None:
+            self.ctx.written_arrays.add(ref.param)
+            self.ctx.stored_arrays.add(ref.param)
+        for cond, slots in choices:
+            if ref is None:  # a local's components keep their value where not chosen
+                for sym, c in zip(slots, comps):
+                    chosen = c if cond is None else self.call_builtin(
+                        target, "where", [cond, c, ir.Var(c.type, sym)])
+                    self.emit(ir.Assign(target=sym, value=chosen))
+                continue
+            stores = [ir.Store(array=ref, indices=idx, value=c) for idx, c in zip(slots, comps)]
+            if cond is None:
+                self.block.extend(stores)
+            else:
+                self.emit(ir.If(cond=cond, body=stores, orelse=[]))
         return None
+
+    def held(self, e: ir.Expr) -> ir.Expr:
+        """``e``, or a new local holding it when it is not a constant (its value is taken now)."""
+        if isinstance(e, ir.Const):
+            return e
+        sym = self.new_temp(e.type)
+        self.emit(ir.Assign(target=sym, value=e))
+        return ir.Var(e.type, sym)
 
     def part_components(self, target: ast.AST, value, count: int) -> list[ir.Expr]:
         """The scalar components assigned to ``count`` slots (a scalar for one, a vector for a row)."""
@@ -54,8 +73,11 @@ class TargetLowering:
         return [self.coerce_to(target, c, scalar, "the component") for c in value.comps]
 
     def component_target(self, target: ast.AST):
-        """Resolve an assignment target inside a composite: (array ref, index tuples, None) for an
-        array element's components, or (None, None, symbols) for a composite local's."""
+        """Resolve an assignment target inside a composite: ``(array ref, choices)`` for an array
+        element's components, ``(None, choices)`` for a composite local's. ``choices``: one
+        ``(condition, slots)`` per component (or row) a non-constant index may pick, ``slots``
+        index tuples into the array or the local's symbols; a single choice, whose condition is
+        None, when every index is a constant."""
         chain = []
         node = target
         while isinstance(node, (ast.Subscript, ast.Attribute)):
@@ -84,36 +106,62 @@ class TargetLowering:
         if not composite.is_composite(t):
             self.fail(target, f"'{ast.unparse(target)}' is not a component of a vector, matrix, "
                       "quaternion or transform", KernelTypeError)
-        positions = self.part_positions(target, t, parts)
+        choices = self.part_choices(t, parts)
         self.part_scalar = compute_type(dtypes.scalar_of(t))
         if ref is None:
-            return None, None, [local.syms[p] for p in positions]
-        shape_positions = [_storage_position(t, p) for p in positions]
-        return ref, [full + tuple(ir.Const(dtypes.int32, k) for k in sp)
-                     for sp in shape_positions], None
+            return None, [(cond, [local.syms[p] for p in positions])
+                          for cond, positions in choices]
+        return ref, [(cond, [full + tuple(ir.Const(dtypes.int32, k)
+                                          for k in _storage_position(t, p))
+                             for p in positions]) for cond, positions in choices]
 
-    def part_positions(self, target: ast.AST, t: type, parts: list) -> list[int]:
-        """Flat component positions selected by a chain of ``[k]``/``.x`` on type ``t``."""
-        positions = list(range(t._length))
-        shape = list(t._shape)
+    def part_choices(self, t: type, parts: list) -> list[tuple[ir.Expr | None, list[int]]]:
+        """The flat component positions a chain of ``[k]``/``.x`` on type ``t`` selects: one
+        ``(condition, positions)`` per value its non-constant indices may take (a
+        ``wp.where``-style chain, as reading ``v[k]`` is), one with condition None if none."""
+        choices: list[tuple[list[ir.Expr], list[int], list[int]]] = [
+            ([], list(range(t._length)), list(t._shape))]
         for part in parts:
             if isinstance(part, ast.Attribute):
-                pos = component_position(t, part.attr) if len(shape) == 1 else None
-                if pos is None:
+                pos = component_position(t, part.attr) if len(t._shape) == 1 else None
+                if pos is None or len(choices[0][2]) != 1:
                     self.fail(part, f"{dtypes.type_name(t)} has no component '{part.attr}'",
                               KernelTypeError)
-                positions = positions[pos] if isinstance(pos, slice) else [positions[pos]]
-                shape = [len(positions)] if isinstance(pos, slice) else []
+                choices = [(conds, positions[pos] if isinstance(pos, slice) else [positions[pos]],
+                            [len(positions[pos])] if isinstance(pos, slice) else [])
+                           for conds, positions, _ in choices]
                 continue
             for idx in self.index_list(part.slice):
-                if not isinstance(idx, ir.Const) or not shape:
-                    self.fail(part, "components are assigned with constant indices",
+                if not choices[0][2]:
+                    self.fail(part, f"too many indices for a {dtypes.type_name(t)}",
                               KernelTypeError)
-                k = int(idx.value)
-                stride = len(positions) // shape[0]
-                positions = positions[k * stride:(k + 1) * stride]
-                shape = shape[1:]
-        return positions
+                size = choices[0][2][0]
+                if isinstance(idx, ir.Const):
+                    k = int(idx.value)
+                    if not 0 <= k < size:
+                        self.fail(part, f"component index {k} is out of range for {size} "
+                                  "components", KernelTypeError)
+                    picks = [(None, k)]
+                else:
+                    if not isinstance(idx, ir.Var):  # computed once, not once per choice
+                        idx = self.held(idx)
+                    picks = [(self.call_builtin(part, "eq", [idx, ir.Const(
+                        dtypes.int32, k, weak=True)]), k) for k in range(size)]
+                choices = [(conds + ([test] if test is not None else []),
+                            positions[k * (len(positions) // size):
+                                      (k + 1) * (len(positions) // size)], shape[1:])
+                           for conds, positions, shape in choices for test, k in picks]
+        return [(None if not conds else conds[0] if len(conds) == 1 else ir.BoolOp(
+            dtypes.bool_, "and", tuple(conds)), positions) for conds, positions, _ in choices]
+
+
+def _reads_target(e: ir.Expr, ref: ir.ArrayRef | None, choices: list) -> bool:
+    """Whether ``e`` reads what an assignment to ``choices`` (slots of ``ref``, or of a local)
+    changes."""
+    if ref is not None:
+        return any(isinstance(x, ir.Load) and x.array.param == ref.param for x in ir.walk_expr(e))
+    slots = {sym for _, syms in choices for sym in syms}
+    return any(isinstance(x, ir.Var) and x.name in slots for x in ir.walk_expr(e))
 
 
 def _storage_position(t: type, flat: int) -> tuple[int, ...]:

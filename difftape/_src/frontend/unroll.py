@@ -21,7 +21,12 @@ A loop is unrolled, innermost first, when
   for 2.1 s more; over 8, 1.9x, for 8.3 s more.
 
 Each iteration is a copy of the body with the loop variable replaced by its value, followed by
-one assignment of the last value to the variable, which the loop would have left there.
+one assignment of the last value to the variable, which the loop would have left there. In the
+copies, integer arithmetic and comparisons of constants are folded, ``where`` of a constant
+condition becomes the chosen value and ``if`` of one the branch it takes: a vector or matrix
+component read or written at the loop variable (``m[r, c]``) was lowered as a chain of ``where``
+over every component (``if`` for one in an array), and becomes that one component. Left to LLVM, the chains' adjoints were not folded: a 3 x 3 loop over
+``m[r, c] * v[c] * v[r]`` ran its backward in 25 ms unrolled that way, 11 ms as a loop.
 """
 
 from __future__ import annotations
@@ -103,7 +108,7 @@ def _unrolled(loop: ir.For, values: range) -> list[ir.Stmt]:
     out: list[ir.Stmt] = []
     for value in values:
         constant = ir.Const(dtypes.int32, value)
-        out.extend(_copy(s, loop.var, constant) for s in loop.body)
+        out.extend(_simplified([_copy(s, loop.var, constant) for s in loop.body]))
     if values:
         out.append(ir.Assign(line=loop.line, text=loop.text, file=loop.file, target=loop.var,
                              value=ir.Const(dtypes.int32, values[-1])))
@@ -112,7 +117,7 @@ def _unrolled(loop: ir.For, values: range) -> list[ir.Stmt]:
 
 def _copy(node, var: str, constant: ir.Const):
     """A copy of an IR statement or expression (new objects: passes key statements by
-    identity) with every read of local ``var`` replaced by ``constant``."""
+    identity) with every read of local ``var`` replaced by ``constant``, folded."""
     if isinstance(node, ir.Var):
         return ir.Const(constant.type, constant.value) if node.name == var else node
     if isinstance(node, list):
@@ -120,8 +125,77 @@ def _copy(node, var: str, constant: ir.Const):
     if isinstance(node, tuple):
         return tuple(_copy(item, var, constant) for item in node)
     if isinstance(node, (ir.Stmt, ir.Expr, ir.ArrayRef)):
-        return dataclasses.replace(node, **{
+        copied = dataclasses.replace(node, **{
             name: _copy(getattr(node, name), var, constant)
             for name in ir.field_names(node)
             if isinstance(getattr(node, name), (ir.Stmt, ir.Expr, ir.ArrayRef, list, tuple))})
+        if isinstance(copied, ir.Call):
+            return _folded(copied)
+        if isinstance(copied, ir.BoolOp):
+            return _folded_bool(copied)
+        return copied
     return node
+
+
+def _folded_bool(e: ir.BoolOp) -> ir.Expr:
+    """``a and b``/``a or b`` without its constant operands: a deciding one decides it."""
+    deciding = e.op == "or"  # the value that ends the evaluation
+    rest = []
+    for v in e.values:
+        if isinstance(v, ir.Const) and v.type is dtypes.bool_:
+            if bool(v.value) == deciding:
+                return ir.Const(dtypes.bool_, deciding)
+            continue
+        rest.append(v)
+    if not rest:
+        return ir.Const(dtypes.bool_, not deciding)
+    return rest[0] if len(rest) == 1 and rest[0].type is dtypes.bool_ else dataclasses.replace(
+        e, values=tuple(rest))
+
+
+def _simplified(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
+    """``stmts`` with each ``if`` of a constant condition replaced by the branch it takes, and
+    assignments of a local to itself (a component a ``where`` did not pick) left out."""
+    out: list[ir.Stmt] = []
+    for s in stmts:
+        if isinstance(s, ir.If) and isinstance(s.cond, ir.Const):
+            out.extend(_simplified(s.body if s.cond.value else s.orelse))
+            continue
+        if isinstance(s, ir.Assign) and isinstance(s.value, ir.Var) and s.value.name == s.target:
+            continue
+        for name in ("body", "orelse"):
+            block = getattr(s, name, None)
+            if isinstance(block, list) and not isinstance(s, (ir.CustomCall, ir.GradOf)):
+                setattr(s, name, _simplified(block))
+        out.append(s)
+    return out
+
+
+_COMPARISONS = {"eq": int.__eq__, "ne": int.__ne__, "lt": int.__lt__, "le": int.__le__,
+                "gt": int.__gt__, "ge": int.__ge__}
+_ARITHMETIC = {"add": int.__add__, "sub": int.__sub__, "mul": int.__mul__}
+
+
+def _folded(call: ir.Call) -> ir.Expr:
+    """``call`` computed, when it is integer arithmetic or a comparison of constants (wrapping
+    as the integer type does), or ``where`` of a constant condition; else ``call``."""
+    key, args = call.builtin.key, call.args
+    if key == "where" and isinstance(args[0], ir.Const):
+        chosen = args[1] if args[0].value else args[2]
+        return chosen if chosen.type is call.type else call
+    if not all(isinstance(a, ir.Const) and dtypes.is_int(a.type) and type(a.value) is int
+               for a in args):
+        return call
+    if key in _COMPARISONS and len(args) == 2:
+        return ir.Const(dtypes.bool_, _COMPARISONS[key](args[0].value, args[1].value))
+    if key in _ARITHMETIC and len(args) == 2 and dtypes.is_int(call.type):
+        value = _ARITHMETIC[key](args[0].value, args[1].value)
+        return ir.Const(call.type, _wrapped(value, call.type))
+    return call
+
+
+def _wrapped(value: int, t: type) -> int:
+    """``value`` as integer type ``t`` holds it (two's complement wraparound)."""
+    bits = t.bits
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if t.kind == "int" and value >> (bits - 1) else value
