@@ -4,7 +4,7 @@ and scatters (``cpu_llvm.py``: ``-max-interleave-group-factor``).
 LLVM's vectorizer loads the components of consecutive threads' rows as one interleaved group
 only for rows of at most 8 elements by default; a mat33 row took AVX-512 gathers, and its
 adjoint scatters, which are slow on AMD Zen 4. Over 1M threads of ``sum m[r, c] * v[c] * v[r]``
-on one core: forward 11.4 -> 2.6 ms, backward 24 -> 6.4 ms.
+on one core: forward 11.4 -> 2.6 ms, backward 24 -> 6-8 ms.
 """
 
 import platform

@@ -19,7 +19,7 @@ LLVM's vectorizer loads the components of consecutive threads' rows as one inter
 (wide loads and shuffles) only for rows of at most 8 elements (``-max-interleave-group-factor``);
 a mat33 row (9) took AVX-512 gathers and, in the adjoint, scatters, which AMD Zen 4 runs slowly:
 over 1M threads of ``sum m[r, c] * v[c] * v[r]`` on one core, forward 11.4 -> 2.6 ms and backward
-24 -> 6.4 ms with groups of up to 16 (mat44). The benchmark's kernels compile to the same code.
+24 -> 6-8 ms with groups of up to 16 (mat44). The benchmark's kernels compile to the same code.
 
 ``compile_under`` sets an option for one generated module's compilation only:
 ``NO_STRIDE_VERSIONING`` where ``codegen/strides.py`` finds that gathers pay.

@@ -14,19 +14,19 @@ A loop is unrolled, innermost first, when
 - its bounds are constants (literals or ``wp.constant`` values) and it runs at most
   ``max_unroll`` iterations;
 - nothing in it leaves it early (``break``, ``continue`` or ``return``);
-- its unrolled statements, nested ones counted, stay within ``MAX_UNROLLED_STATEMENTS``: Numba
-  compiles long functions slowly, and adjoints of straight-line code most (Warp has no such
-  limit). A loop of 27 vector and matrix statements ran its backward 2.7x faster unrolled over
-  2 iterations (11.9 -> 4.4 ms), for 0.5 s more cold compile; over 4 iterations 2.1x faster,
-  for 2.1 s more; over 8, 1.9x, for 8.3 s more.
+- its unrolled statements (nested ones counted, after folding) stay within
+  ``MAX_UNROLLED_STATEMENTS``: Numba compiles long functions slowly, and adjoints of
+  straight-line code most (Warp has no such limit). A loop of 27 vector and matrix statements
+  ran its backward 2.7x faster unrolled over 2 iterations (11.9 -> 4.4 ms), for 0.5 s more cold
+  compile; over 4 iterations 2.1x faster, for 2.1 s more; over 8, 1.9x, for 8.3 s more.
 
 Each iteration is a copy of the body with the loop variable replaced by its value, followed by
 one assignment of the last value to the variable, which the loop would have left there. In the
 copies, integer arithmetic and comparisons of constants are folded, ``where`` of a constant
 condition becomes the chosen value and ``if`` of one the branch it takes: a vector or matrix
-component read or written at the loop variable (``m[r, c]``) was lowered as a chain of ``where``
-over every component (``if`` for one in an array), and becomes that one component. Left to LLVM, the chains' adjoints were not folded: a 3 x 3 loop over
-``m[r, c] * v[c] * v[r]`` ran its backward in 25 ms unrolled that way, 11 ms as a loop.
+component read or written at the loop variable (``m[r, c]``) is lowered as a choice among every
+component (``where`` chains, ``if`` for one in an array), and becomes that one component, which
+the later passes (row windows, strips, signs) and the generated code's reader see as such.
 """
 
 from __future__ import annotations
@@ -73,7 +73,9 @@ def _statement(s: ir.Stmt, max_unroll: int) -> tuple[list[ir.Stmt], bool]:
     if isinstance(s, ir.For):
         values = _iterations(s, max_unroll)
         if values is not None:
-            return _unrolled(s, values), True
+            unrolled = _unrolled(s, values)
+            if sum(1 for _ in ir.walk_stmts(unrolled)) <= MAX_UNROLLED_STATEMENTS:
+                return unrolled, True
     return [s], changed
 
 
@@ -85,13 +87,9 @@ def _iterations(loop: ir.For, max_unroll: int) -> range | None:
     values = range(loop.start.value, loop.stop.value, loop.step.value)
     if len(values) > max_unroll:
         return None
-    size = 0
     for s in ir.walk_stmts(loop.body):
         if isinstance(s, (ir.Break, ir.Continue, ir.Return)) and not _inside_inner(s, loop):
             return None
-        size += 1
-    if size * len(values) > MAX_UNROLLED_STATEMENTS:
-        return None
     return values[::-1] if loop.reverse else values
 
 
