@@ -36,17 +36,19 @@ def _run(lib, fns, make_inputs, launches, seed_outputs):
     with tape:
         for name, dim, args in launches:
             lib.launch(kernels[name], dim=dim, inputs=[arrays[a] for a in args], device="cpu")
-    seeds = {arrays[name]: lib.array(np.ones(arrays[name].shape, np.float32), dtype=lib.float32)
-             for name in seed_outputs}
+    seeds = {arrays[name]: lib.ones_like(arrays[name]) for name in seed_outputs}
     tape.backward(grads=seeds)
     return {name: (a.numpy().copy(), None if a.grad is None else a.grad.numpy().copy())
             for name, a in arrays.items()}
 
 
 def _arrays(specs):
+    """Arrays of ``specs``: name -> float32 data, or (data, the library's dtype name)."""
     def make(lib):
-        return {name: lib.array(data, dtype=lib.float32, requires_grad=True)
-                for name, data in specs.items()}
+        return {name: lib.array(spec[0], dtype=getattr(lib, spec[1]), requires_grad=True)
+                if isinstance(spec, tuple) else lib.array(spec, dtype=lib.float32,
+                                                          requires_grad=True)
+                for name, spec in specs.items()}
     return make
 
 
@@ -66,6 +68,12 @@ CASES = {
         ["static_loop"],
         {"x": rng.uniform(-2, 2, 16).astype(np.float32), "y": np.zeros(16, np.float32)},
         [("static_loop", 16, ["x", "y"])], ["y"]),
+    "component-loops": (
+        ["component_loops"],
+        {"m": (rng.uniform(-1, 1, (10, 3, 3)).astype(np.float32), "mat33"),
+         "v": (rng.uniform(-1, 1, (10, 3)).astype(np.float32), "vec3"),
+         "out": (np.zeros((10, 3), np.float32), "vec3")},
+        [("component_loops", 10, ["m", "v", "out"])], ["out"]),
     "atomic-extrema-ties": (
         ["atomic_extrema"],
         {"x": np.array([1, 5, 3, 5, -2, -2], np.float32), "hi": np.full(1, -10, np.float32),

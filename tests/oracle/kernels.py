@@ -48,3 +48,17 @@ def atomic_extrema(x: wp.array(dtype=float), hi: wp.array(dtype=float),
     i = wp.tid()
     wp.atomic_max(hi, 0, x[i])
     wp.atomic_min(lo, 0, x[i])
+
+
+def component_loops(m: wp.array(dtype=wp.mat33), v: wp.array(dtype=wp.vec3),
+                    out: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    a = m[i]
+    b = v[i]
+    r = wp.vec3()
+    for j in range(3):  # static loops: Warp unrolls them, and so does difftape
+        s = float(0.0)
+        for k in range(3):
+            s = s + a[j, k] * b[k]
+        r[j] = s * b[j]
+    out[i] = r
