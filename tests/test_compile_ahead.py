@@ -156,3 +156,39 @@ def test_compile_only_names_the_signature_the_adjoint_runs_with(contiguous, monk
     tape.backward()
     assert tuple(signature) in dispatcher.overloads
     assert np.allclose(x.grad.numpy(), x.numpy())
+
+
+MANY_THREADS = """
+    import numba
+    import numpy as np
+    import difftape as wp
+    from difftape._src import compile_ahead, launch
+
+    launch.numba.get_num_threads = lambda: 8  # the fork keeps it: the child sees 8 too
+    wp.config.parallel_threshold = 100
+
+    @wp.kernel
+    def gather(x: wp.array(dtype=float), idx: wp.array(dtype=wp.int32), y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = x[idx[i]] * x[idx[i]]
+
+    n = 400
+    x = wp.array(np.linspace(0.0, 1.0, 100_000).astype(np.float32), requires_grad=True)
+    idx = wp.array((np.arange(n) * 7) % 1000, dtype=wp.int32)
+    y = wp.zeros(n, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(gather, n, inputs=[x, idx], outputs=[y])
+    children = len(compile_ahead.pending)
+    for _ in range(2):  # threaded (atomics: the copies of x.grad would not fit), then serially
+        tape.backward(grads={y: wp.ones(n, dtype=float)})
+    hits = sorted(sum(p.adjoint.stats.cache_hits.values()) for p in gather._built.values()
+                  if p.adjoint is not None and p.adjoint.signatures)
+    print("children", children, "adjoints", len(hits), "loaded", sum(h > 0 for h in hits))
+"""
+
+
+@forking
+def test_a_child_compiles_both_ways_auto_times_an_adjoint_on_many_threads(tmp_path):
+    words = run_fresh(tmp_path, textwrap.dedent(MANY_THREADS), compile_ahead=True)
+    assert words == ["children", "1", "adjoints", "2", "loaded", "2"]

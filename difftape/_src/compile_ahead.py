@@ -7,7 +7,8 @@ works out the adjoint launch the Tape will make (the same arguments, their ``.gr
 the same program and Numba signature), compiles it into the disk cache and exits. When
 ``backward()`` reaches the kernel, :func:`wait` waits for the child, and the adjoint then loads
 from the cache (a cold first forward + backward on two cores: the rigid chain 4.8 -> 3.8 s,
-mass-spring 2.3 -> 1.5 s).
+mass-spring 2.3 -> 1.5 s). Under ``cpu_parallel="auto"`` it also compiles the serial launch's
+program, which differs from the threaded one where threads would use atomics (many cores).
 
 The child only ever writes the disk cache, whose files are written whole and renamed into place,
 so whatever becomes of it, the parent's results do not depend on it: if the child failed, or
@@ -144,12 +145,21 @@ def _compile_in_child(kernel, dims, args, tape, write_end: int) -> None:
         from .launch import run_adjoint
 
         adjoints = [tape.get_adjoint(a) for a in args]  # as backward() passes them
-        found = run_adjoint(kernel, dims, args, adjoints, checked=True, compile_only=True)
-        if found is not None:
-            dispatcher, signature = found
-            if not cpu_cache.in_cache(dispatcher, signature):
-                os.write(write_end, _COMPILING)
-                dispatcher.compile(signature)
+        # "auto" times a launch on threads, then serially: with atomics on many cores, those
+        # are two programs (launch.ATOMICS_FROM_THREADS), and this child's copy of the
+        # configuration may change
+        modes = ["serial"] if config.cpu_parallel == "auto" else []
+        told = False
+        while True:
+            found = run_adjoint(kernel, dims, args, adjoints, checked=True, compile_only=True)
+            if found is not None and not cpu_cache.in_cache(*found):
+                if not told:
+                    os.write(write_end, _COMPILING)
+                    told = True
+                found[0].compile(found[1])
+            if not modes:
+                break
+            config.cpu_parallel = modes.pop()
         status = 0
     except BaseException:  # the parent compiles whatever the child could not
         pass
