@@ -107,7 +107,7 @@ class Taichi:
 
     def load(self, workload: str):
         if not common.has_taichi_version(workload):
-            raise Unavailable("no Taichi version: Taichi has no quaternion or transform types")
+            raise Unavailable("no Taichi version (Taichi has no quaternion or transform types)")
         self.module = common.load_taichi(workload, self.ti)
 
     def setup(self, inputs):
