@@ -218,11 +218,13 @@ class Kernel:
         return program
 
     def _build(self, variant: cpu.Variant) -> cpu.CpuProgram:
+        kernel_ir = self.ir
         key = (variant.rank, variant.parallel, variant.debug, variant.fast_math,
-               variant.flush_denormals, variant.noalias, variant.backward, variant.flags)
+               variant.flush_denormals, variant.noalias, variant.backward, variant.flags,
+               self._ir_unroll[1])
         program = self._built.get(key)
         if program is None:
-            program = cpu.build_program(self.ir, variant, self.origin())
+            program = cpu.build_program(kernel_ir, variant, self.origin())
             if config.print_source:
                 print(program.source)
             self._built[key] = program

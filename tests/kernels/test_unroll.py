@@ -233,6 +233,8 @@ def test_max_unroll_options():
         wp.launch(scatter_stencil, 3, inputs=[wp.array([0.1, 0.5, 0.9], dtype=F64),
                                               wp.array([1.0, 2.0, 3.0], dtype=F64), 12, grid])
         assert grid.numpy().sum() > 0
+        assert "for it_" in scatter_stencil.program(1).source  # what the launch ran
     finally:
         wp.set_module_options({"max_unroll": saved}, module)
     assert _loops(scatter_stencil) == 0
+    assert "for it_" not in scatter_stencil.program(1).source
