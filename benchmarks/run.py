@@ -173,7 +173,8 @@ def render(results: dict) -> str:
     add(f"* Versions: difftape {v['difftape']} (git {results['git']}), warp-lang {v['warp']}, "
         f"taichi {v['taichi']}, numba {v['numba']}, numpy {v['numpy']}.")
     add(f"* Mode: {'**--quick** (sizes × ' + str(cfg['scale']) + ')' if cfg['quick'] else 'full sizes'}"
-        f"; {cfg['rounds']} timed rounds after {cfg['warmup']} warm-up round, implementations "
+        f"; {cfg['rounds']} timed rounds after {cfg['warmup']} warm-up "
+        f"round{'s' if cfg['warmup'] != 1 else ''}, implementations "
         f"interleaved with the order rotating each round; medians (scaling: "
         f"{cfg.get('scaling_rounds', '?')} rounds). A sample shorter than "
         f"{cfg.get('retry_max_s', '?')} s during which other processes used more than "
@@ -536,6 +537,10 @@ def main(argv=None) -> int:
     p.add_argument("--noise-threshold", type=float, default=0.15,
                    help="rerun a sample if other processes used more CPU than this (cores)")
     p.add_argument("--retries", type=int, default=1)
+    p.add_argument("--warmup-rounds", type=int, default=6,
+                   help="untimed rounds before the timed ones (main table): compilation, and "
+                        "difftape's choice of threads, which times a kernel's first launches "
+                        "both ways (3 each) where one round has one launch")
     p.add_argument("--warm-rounds", type=int, default=5,
                    help="warm-cache processes per start-up cell (median reported)")
     p.add_argument("--retry-max-s", type=float, default=2.0,
@@ -583,7 +588,8 @@ def main(argv=None) -> int:
         "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
         "machine": common.machine(), "versions": common.library_versions(), "git": _git_state(),
         "loadavg_start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
-        "config": {"quick": quick, "scale": scale, "rounds": rounds, "warmup": 1,
+        "config": {"quick": quick, "scale": scale, "rounds": rounds,
+                   "warmup": args.warmup_rounds,
                    "threads": threads, "noise_threshold": args.noise_threshold,
                    "retries": args.retries, "cache_scale": 1e-3, "note": args.note,
                    "warm_rounds": args.warm_rounds,
@@ -597,11 +603,11 @@ def main(argv=None) -> int:
     n = stencil_np.make_inputs(scale)["u0"].shape[0]
     results["stencil_bytes"] = (2 * stencil_np.STEPS + 1) * n * n * 4
 
-    def timing(wl, wl_scale, thr, names, rounds_, check=True):
+    def timing(wl, wl_scale, thr, names, rounds_, check=True, warmup=1):
         spec = {"workload": wl, "threads": thr, "scale": wl_scale, "rounds": rounds_,
                 "check": check, "retry_max_s": args.retry_max_s,
                 "bandwidth": wl == "stencil",
-                "warmup": 1, "impls": names, "cache_dirs": dirs,
+                "warmup": warmup, "impls": names, "cache_dirs": dirs,
                 "parallel_mode": args.parallel_mode, "flush_denormals": args.flush_denormals,
                 "noise_threshold": args.noise_threshold, "retries": args.retries}
         t0 = time.time()
@@ -617,7 +623,7 @@ def main(argv=None) -> int:
         print("warm-kernel timing (interleaved) ...", flush=True)
         for wl in workloads:
             for thr in threads:
-                res = timing(wl, scale, thr, impl_names, rounds)
+                res = timing(wl, scale, thr, impl_names, rounds, warmup=args.warmup_rounds)
                 if wl == "launch_overhead":
                     res["launches"] = common.load_numpy_part(wl).LAUNCHES + 1
                 results["main"][f"{wl}@{thr}"] = res
