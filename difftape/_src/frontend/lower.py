@@ -302,8 +302,8 @@ class Lowerer(CallLowering, TargetLowering, ExpressionTyper):
                 if ref is not None:
                     t = part_type(ref.dtype, len(choices[0][1]))
                     if len(choices) > 1:  # one component (or row), picked by the index
-                        rhs = self.held(rhs) if not isinstance(rhs, CompValue) else CompValue(
-                            rhs.type, [self.held(c) for c in rhs.comps])
+                        rhs = self.stage(rhs) if not isinstance(rhs, CompValue) else CompValue(
+                            rhs.type, [self.stage(c) for c in rhs.comps])
                     for cond, indices in choices:
                         if cond is None:
                             self.emit_atomics(target, key, ref, indices, rhs, t)

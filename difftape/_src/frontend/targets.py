@@ -37,7 +37,7 @@ class TargetLowering:
         if len(choices) > 1 or len(comps) > 1 and any(
                 _reads_target(c, ref, choices) for c in comps):
             # values computed once, before any slot changes (``m[0] = wp.vec2(m[0][1], m[0][0])``)
-            comps = [self.held(c) for c in comps]
+            comps = [self.stage(c) for c in comps]
         if ref is not None:
             self.ctx.written_arrays.add(ref.param)
             self.ctx.stored_arrays.add(ref.param)
@@ -54,14 +54,6 @@ class TargetLowering:
             else:
                 self.emit(ir.If(cond=cond, body=stores, orelse=[]))
         return None
-
-    def held(self, e: ir.Expr) -> ir.Expr:
-        """``e``, or a new local holding it when it is not a constant (its value is taken now)."""
-        if isinstance(e, ir.Const):
-            return e
-        sym = self.new_temp(e.type)
-        self.emit(ir.Assign(target=sym, value=e))
-        return ir.Var(e.type, sym)
 
     def part_components(self, target: ast.AST, value, count: int) -> list[ir.Expr]:
         """The scalar components assigned to ``count`` slots (a scalar for one, a vector for a row)."""
@@ -144,7 +136,7 @@ class TargetLowering:
                     picks = [(None, k)]
                 else:
                     if not isinstance(idx, ir.Var):  # computed once, not once per choice
-                        idx = self.held(idx)
+                        idx = self.stage(idx)
                     picks = [(self.call_builtin(part, "eq", [idx, ir.Const(
                         dtypes.int32, k, weak=True)]), k) for k in range(size)]
                 choices = [(conds + ([test] if test is not None else []),
