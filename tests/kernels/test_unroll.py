@@ -62,6 +62,20 @@ def inner_exits(x: wp.array(dtype=F64), out: wp.array(dtype=F64)):
     out[i] = s
 
 
+@wp.func
+def first_step_above(x: F64, limit: F64):
+    for k in range(4):
+        if x * F64(k + 1) > limit:
+            return x * F64(k + 1)  # leaves the function from inside the loop: it stays a loop
+    return F64(0.0)
+
+
+@wp.kernel
+def returns_from_loop(x: wp.array(dtype=F64), out: wp.array(dtype=F64)):
+    i = wp.tid()
+    out[i] = first_step_above(x[i], F64(1.0))
+
+
 @wp.kernel
 def own_break(x: wp.array(dtype=F64), out: wp.array(dtype=F64)):
     i = wp.tid()
@@ -128,6 +142,7 @@ def test_which_loops_are_unrolled():
     assert _loops(carried_product) == 0
     assert _loops(inner_exits) == 3  # three copies of the inner loop, whose bounds vary
     assert _loops(own_break) == 1
+    assert _loops(returns_from_loop) == 1
     assert _loops(no_trips) == 0
     assert _loops(long_and_big) == 2
     assert 16 * 5 > MAX_UNROLLED_STATEMENTS >= 2 * 2
@@ -168,6 +183,8 @@ CASES = [
     (carried_product, lambda r: {"x": r.uniform(-1.2, 1.2, 9), "out": np.zeros(9)}, 9,
      ("out",), ()),
     (inner_exits, lambda r: {"x": r.uniform(-1.5, 1.5, 7), "out": np.zeros(7)}, 7, ("out",), ()),
+    (returns_from_loop, lambda r: {"x": r.uniform(0.1, 1.5, 9), "out": np.zeros(9)}, 9,
+     ("out",), ()),
     (own_break, lambda r: {"x": r.uniform(0.1, 1.5, 9), "out": np.zeros(9)}, 9, ("out",), ()),
     (no_trips, lambda r: {"x": r.uniform(-1.0, 1.0, 5), "out": np.zeros(5)}, 5, ("out",), ()),
     (component_loops, lambda r: {"x": r.uniform(-1.0, 1.0, 6), "out": np.zeros(6)}, 6,
