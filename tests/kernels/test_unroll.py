@@ -6,7 +6,7 @@ import pytest
 
 import difftape as wp
 from difftape._src.frontend import ir
-from difftape._src.frontend.unroll import MAX_UNROLLED_STATEMENTS
+from difftape._src.frontend.unroll import MAX_UNROLLED_SIZE, unrolled_size
 
 F64 = wp.float64
 THREE = wp.constant(3)
@@ -102,12 +102,11 @@ def long_and_big(x: wp.array(dtype=F64), out: wp.array(dtype=F64)):
     s = F64(0.0)
     for a in range(17):  # more iterations than max_unroll
         s += x[i] * F64(a)
-    for a in range(16):  # at max_unroll, but 16 x 5 statements exceed the budget
-        t = x[i] * F64(a)
-        t = t * t
-        t = wp.sin(t)
-        t = t + s
-        s = s + t * F64(0.01)
+    for a in range(16):  # at max_unroll, but with its inner loop unrolled, too big to unroll
+        for b in range(16):
+            t = x[i] * F64(a - b)
+            t = wp.sin(t * t) + s
+            s = s + t * F64(0.001)
     out[i] = s
 
 
@@ -145,7 +144,9 @@ def test_which_loops_are_unrolled():
     assert _loops(returns_from_loop) == 1
     assert _loops(no_trips) == 0
     assert _loops(long_and_big) == 2
-    assert 16 * 5 > MAX_UNROLLED_STATEMENTS >= 2 * 2
+    inner = next(s for s in ir.walk_stmts(long_and_big.ir.body) if isinstance(s, ir.For)
+                 and s.stop.value == 16).body  # the outer loop kept: its body, the inner unrolled
+    assert unrolled_size(inner) <= MAX_UNROLLED_SIZE < 16 * unrolled_size(inner)
 
 
 def test_generated_code_of_an_unrolled_kernel():
