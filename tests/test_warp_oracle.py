@@ -74,6 +74,13 @@ CASES = {
          "v": (rng.uniform(-1, 1, (10, 3)).astype(np.float32), "vec3"),
          "out": (np.zeros((10, 3), np.float32), "vec3")},
         [("component_loops", 10, ["m", "v", "out"])], ["out"]),
+    "particle-to-grid": (
+        ["particle_to_grid"],
+        {"x": (rng.uniform(0.15, 0.85, (24, 3)).astype(np.float32), "vec3"),
+         "v": (rng.uniform(-1, 1, (24, 3)).astype(np.float32), "vec3"),
+         "mass": np.zeros(6 ** 3, np.float32),
+         "momentum": (np.zeros((6 ** 3, 3), np.float32), "vec3")},
+        [("particle_to_grid", 24, ["x", "v", "mass", "momentum"])], ["mass", "momentum"]),
     "atomic-extrema-ties": (
         ["atomic_extrema"],
         {"x": np.array([1, 5, 3, 5, -2, -2], np.float32), "hi": np.full(1, -10, np.float32),

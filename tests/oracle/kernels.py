@@ -62,3 +62,42 @@ def component_loops(m: wp.array(dtype=wp.mat33), v: wp.array(dtype=wp.vec3),
             s = s + a[j, k] * b[k]
         r[j] = s * b[j]
     out[i] = r
+
+
+GRID = 4  # cells per side of particle_to_grid's grid (plus a border of 2)
+
+
+def particle_to_grid(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3),
+                     mass: wp.array(dtype=float), momentum: wp.array(dtype=wp.vec3)):
+    p = wp.tid()
+    q = x[p] * float(GRID)
+    base = wp.vec3(wp.floor(q[0] - 0.5), wp.floor(q[1] - 0.5), wp.floor(q[2] - 0.5))
+    fx = q - base
+    half = wp.vec3(0.5, 0.5, 0.5)
+    w0 = wp.cw_mul(half, wp.cw_mul(wp.vec3(1.5, 1.5, 1.5) - fx, wp.vec3(1.5, 1.5, 1.5) - fx))
+    w1 = wp.vec3(0.75, 0.75, 0.75) - wp.cw_mul(fx - wp.vec3(1.0, 1.0, 1.0),
+                                               fx - wp.vec3(1.0, 1.0, 1.0))
+    w2 = wp.cw_mul(half, wp.cw_mul(fx - half, fx - half))
+    for i in range(3):  # a 3 x 3 x 3 quadratic B-spline stencil, as MPM codes write it
+        for j in range(3):
+            for k in range(3):
+                wi = w0[0]
+                if i == 1:
+                    wi = w1[0]
+                if i == 2:
+                    wi = w2[0]
+                wj = w0[1]
+                if j == 1:
+                    wj = w1[1]
+                if j == 2:
+                    wj = w2[1]
+                wk = w0[2]
+                if k == 1:
+                    wk = w1[2]
+                if k == 2:
+                    wk = w2[2]
+                weight = wi * wj * wk
+                cell = ((int(base[0]) + i) * (GRID + 2) + int(base[1]) + j) * (GRID + 2) + \
+                    int(base[2]) + k
+                wp.atomic_add(mass, cell, weight)
+                wp.atomic_add(momentum, cell, weight * v[p])
