@@ -10,13 +10,13 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = ["elementwise", "mass_spring", "dynamic_loop", "stencil", "launch_overhead",
-             "rigid_chain", "elastic_energy"]
+             "rigid_chain", "elastic_energy", "particle_grid"]
 IMPLS = ["warp", "difftape", "taichi"]
 
 # Gradient tolerance: max|g - g64| / max|g64| for a float32 computation.
 TOLERANCE = {"elementwise": 1e-5, "mass_spring": 1e-4, "dynamic_loop": 1e-4,
              "stencil": 1e-5, "launch_overhead": 1e-4, "rigid_chain": 1e-4,
-             "elastic_energy": 1e-4}
+             "elastic_energy": 1e-4, "particle_grid": 1e-4}
 # (workload, impl) pairs whose gradient is known wrong: reported, never failed.
 KNOWN_WRONG = {("dynamic_loop", "warp"): "Warp skips dynamic loops in its adjoint replay"}
 

@@ -25,12 +25,12 @@ from benchmarks import common
 ROOT = os.path.dirname(common.HERE)
 BENCH_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "difftape-bench")
 MAIN_WORKLOADS = ["elementwise", "mass_spring", "dynamic_loop", "stencil", "launch_overhead",
-                  "rigid_chain", "elastic_energy"]
+                  "rigid_chain", "elastic_energy", "particle_grid"]
 SCALING_WORKLOADS = ["elementwise", "mass_spring"]
 LABEL = {"elementwise": "1 elementwise", "mass_spring": "2 mass-spring",
          "dynamic_loop": "3 dynamic loop", "stencil": "4 stencil",
          "launch_overhead": "5 launch overhead", "rigid_chain": "7 rigid chain",
-         "elastic_energy": "8 elastic energy"}
+         "elastic_energy": "8 elastic energy", "particle_grid": "9 particle to grid"}
 
 
 # ----------------------------------------------------------------------------- processes
