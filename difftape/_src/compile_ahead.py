@@ -146,20 +146,17 @@ def _compile_in_child(kernel, dims, args, tape, write_end: int) -> None:
 
         adjoints = [tape.get_adjoint(a) for a in args]  # as backward() passes them
         # "auto" times a launch on threads, then serially: with atomics on many cores, those
-        # are two programs (launch.ATOMICS_FROM_THREADS), and this child's copy of the
-        # configuration may change
-        modes = ["serial"] if config.cpu_parallel == "auto" else []
+        # are two programs (launch.ATOMICS_FROM_THREADS). This child's configuration is its own.
+        modes = [config.cpu_parallel] + (["serial"] if config.cpu_parallel == "auto" else [])
         told = False
-        while True:
+        for mode in modes:
+            config.cpu_parallel = mode
             found = run_adjoint(kernel, dims, args, adjoints, checked=True, compile_only=True)
             if found is not None and not cpu_cache.in_cache(*found):
                 if not told:
                     os.write(write_end, _COMPILING)
                     told = True
                 found[0].compile(found[1])
-            if not modes:
-                break
-            config.cpu_parallel = modes.pop()
         status = 0
     except BaseException:  # the parent compiles whatever the child could not
         pass

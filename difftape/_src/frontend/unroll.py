@@ -184,9 +184,8 @@ def _simplified(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
     return out
 
 
-_COMPARISONS = {"eq": int.__eq__, "ne": int.__ne__, "lt": int.__lt__, "le": int.__le__,
-                "gt": int.__gt__, "ge": int.__ge__}
-_ARITHMETIC = {"add": int.__add__, "sub": int.__sub__, "mul": int.__mul__}
+# Integer builtins computed on constants by their registry forward (plain Python on ints).
+_FOLDED = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "add", "sub", "mul"})
 
 
 def _folded(call: ir.Call) -> ir.Expr:
@@ -196,15 +195,13 @@ def _folded(call: ir.Call) -> ir.Expr:
     if key == "where" and isinstance(args[0], ir.Const):
         chosen = args[1] if args[0].value else args[2]
         return chosen if chosen.type is call.type else call
-    if not all(isinstance(a, ir.Const) and dtypes.is_int(a.type) and type(a.value) is int
-               for a in args):
+    if key not in _FOLDED or not all(isinstance(a, ir.Const) and dtypes.is_int(a.type)
+                                     and type(a.value) is int for a in args):
         return call
-    if key in _COMPARISONS and len(args) == 2:
-        return ir.Const(dtypes.bool_, _COMPARISONS[key](args[0].value, args[1].value))
-    if key in _ARITHMETIC and len(args) == 2 and dtypes.is_int(call.type):
-        value = _ARITHMETIC[key](args[0].value, args[1].value)
-        return ir.Const(call.type, _wrapped(value, call.type))
-    return call
+    value = call.builtin.forward(*(a.value for a in args))
+    if call.type is dtypes.bool_:
+        return ir.Const(dtypes.bool_, bool(value))
+    return ir.Const(call.type, _wrapped(value, call.type))
 
 
 def _wrapped(value: int, t: type) -> int:
