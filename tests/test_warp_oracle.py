@@ -74,6 +74,12 @@ CASES = {
          "v": (rng.uniform(-1, 1, (10, 3)).astype(np.float32), "vec3"),
          "out": (np.zeros((10, 3), np.float32), "vec3")},
         [("component_loops", 10, ["m", "v", "out"])], ["out"]),
+    "negative-components": (
+        ["negative_components"],
+        {"m": (rng.uniform(-1, 1, (8, 2, 2)).astype(np.float32), "mat22"),
+         "v": (rng.uniform(-1, 1, (8, 3)).astype(np.float32), "vec3"),
+         "out": (np.zeros((8, 3), np.float32), "vec3")},
+        [("negative_components", 8, ["m", "v", "out"])], ["out"]),
     "atomic-extrema-ties": (
         ["atomic_extrema"],
         {"x": np.array([1, 5, 3, 5, -2, -2], np.float32), "hi": np.full(1, -10, np.float32),

@@ -79,7 +79,8 @@ def _ran_before(kernel, rank: int) -> bool:
     ms)."""
     origin = kernel.origin()
     for atomic in (False, True):
-        key = cpu_index.key(kernel.ir, kernel.variant(rank, atomic), origin, (False,))
+        variant = kernel.variant(rank, atomic)
+        key = cpu_index.key(kernel.ir_for(variant.debug), variant, origin, (False,))
         if key and cpu_index.lookup(key) is not None:
             return True
     return False

@@ -96,7 +96,8 @@ class LaunchValueError(LaunchError, ValueError):
 
 
 class ArrayIndexError(DiffTapeError, IndexError):
-    """An out-of-bounds array index inside a kernel, caught in debug mode."""
+    """An out-of-bounds array index, or vector or matrix component index, inside a kernel,
+    caught in debug mode."""
 
 
 class TapeError(DiffTapeError, RuntimeError):

@@ -17,6 +17,7 @@ import numpy as np
 from . import config, dtypes
 from .backends import cpu
 from .frontend import ir
+from .frontend.checks import without_checks
 from .frontend.lower import lower_kernel
 from .frontend.unroll import unroll_static_loops
 
@@ -73,7 +74,8 @@ class Kernel:
         self.module = module or fn.__module__
         module_options(self.module)
         self._ir: ir.KernelIR | None = None
-        self._lowered: ir.KernelIR | None = None  # before unrolling
+        self._lowered: ir.KernelIR | None = None  # before unrolling, debug checks included
+        self._debug_ir: ir.KernelIR | None = None  # _ir with the debug checks (None: not built)
         self._ir_unroll: tuple[int, object] = (-1, None)  # (options epoch, max_unroll) of _ir
         self._programs: dict[tuple, cpu.CpuProgram] = {}  # by launch state (options included)
         self._recent: dict[tuple, cpu.CpuProgram] = {}  # by (launch state, options epoch)
@@ -148,10 +150,22 @@ class Kernel:
             self._lowered = lower_kernel(self.func, self.key, self._concrete)
         unroll = self.option("max_unroll")
         if self._ir is None or self._ir_unroll[1] != unroll:
-            self._ir = unroll_static_loops(self._lowered, int(unroll or 0))
+            self._ir = unroll_static_loops(without_checks(self._lowered), int(unroll or 0))
+            self._debug_ir = None
             self._scatters = None
         self._ir_unroll = (epoch, unroll)
         return self._ir
+
+    def ir_for(self, debug: bool) -> ir.KernelIR:
+        """``ir``, or for debug programs the same with its run-time component index checks."""
+        release = self.ir
+        if not debug:
+            return release
+        if self._debug_ir is None:
+            has_checks = without_checks(self._lowered) is not self._lowered
+            self._debug_ir = (unroll_static_loops(self._lowered, int(self._ir_unroll[1] or 0))
+                              if has_checks else release)
+        return self._debug_ir
 
     @property
     def params(self) -> list[ir.Param]:
@@ -218,7 +232,7 @@ class Kernel:
         return program
 
     def _build(self, variant: cpu.Variant) -> cpu.CpuProgram:
-        kernel_ir = self.ir
+        kernel_ir = self.ir_for(variant.debug)
         key = (variant.rank, variant.parallel, variant.debug, variant.fast_math,
                variant.flush_denormals, variant.noalias, variant.backward, variant.flags,
                self._ir_unroll[1])
@@ -244,7 +258,8 @@ class Kernel:
         """
         if dim is None:
             dim = max(1, len(self.ir.tid_vars))
-        return cpu.generate_module(self.ir, self.variant(dim, parallel), self.origin())
+        variant = self.variant(dim, parallel)
+        return cpu.generate_module(self.ir_for(variant.debug), variant, self.origin())
 
     def origin(self) -> str:
         """``file:line`` of the kernel's definition, written into its generated module."""

@@ -450,8 +450,8 @@ def _reraise(kernel: Kernel, direction: str, program: cpu.CpuProgram, err: BaseE
     """Re-raise an error from running compiled code as the error a user should see."""
     if program.variant.flush_denormals:  # raised before the kernel restored the FP state
         cpu_runtime.set_fp_control(cpu_runtime.fp_control() & ~cpu_runtime.FLUSH_DENORMALS)
-    if isinstance(err, IndexError) and len(err.args) == 4 and isinstance(
-            err.args[0], str) and err.args[0].count("|") == 4:
+    if isinstance(err, IndexError) and len(err.args) in (2, 4) and isinstance(
+            err.args[0], str) and err.args[0].count("|") >= 4:
         raise _index_error(err.args, direction) from None
     if isinstance(err, numba.core.errors.NumbaError):
         raise InternalError(
@@ -462,11 +462,18 @@ def _reraise(kernel: Kernel, direction: str, program: cpu.CpuProgram, err: BaseE
 
 
 def _index_error(args: tuple, direction: str) -> ArrayIndexError:
-    where, index, axis, size = args
-    kernel, filename, line, text, array_name = where.split("|")
-    return ArrayIndexError(
-        f"in kernel '{kernel}' ({direction}): index {index} is out of bounds for axis {axis} of "
-        f"array '{array_name}' with size {size}\n  File \"{filename}\", line {line}\n    {text}")
+    """The error for a debug-mode index check's IndexError: (where, index, axis, size) from an
+    array index, (where, index) from a vector or matrix component index (``cpu_runtime``);
+    ``where`` is "kernel|file|line|source text|array or what the index picks"."""
+    kernel, filename, line, rest = args[0].split("|", 3)
+    text, name = rest.rsplit("|", 1)
+    if len(args) == 2:
+        problem = f"component index {args[1]} is out of range for {name}"
+    else:
+        problem = (f"index {args[1]} is out of bounds for axis {args[2]} of array '{name}' "
+                   f"with size {args[3]}")
+    return ArrayIndexError(f"in kernel '{kernel}' ({direction}): {problem}\n"
+                           f"  File \"{filename}\", line {line}\n    {text}")
 
 
 def _total(dims: tuple[int, ...]) -> int:

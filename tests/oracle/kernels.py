@@ -62,3 +62,16 @@ def component_loops(m: wp.array(dtype=wp.mat33), v: wp.array(dtype=wp.vec3),
             s = s + a[j, k] * b[k]
         r[j] = s * b[j]
     out[i] = r
+
+
+def negative_components(m: wp.array(dtype=wp.mat22), v: wp.array(dtype=wp.vec3),
+                        out: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    c = i % 4 - 2  # -2, -1, 0, 1: component indices known only at run time, negative ones too
+    a = m[i]
+    b = v[i]
+    r = wp.vec3()  # fresh locals: Warp gets overwritten components wrong (docs/differences.md §5)
+    r[c] = b[c] * a[c, -1 - c]
+    n = wp.mat22()
+    n[c] = wp.vec2(b[c - 1], a[-1 - c, c])
+    out[i] = b + r + wp.vec3(n[0, 0], n[1, 1], n[c, 0])

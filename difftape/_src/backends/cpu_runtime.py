@@ -86,6 +86,15 @@ def rt_check_index(i, size, axis, where):
     return i
 
 
+@njit(cache=True)
+def rt_check_component(i, size, where):
+    """Debug-mode check of a vector or matrix component index known only at run time: ``i``
+    if ``-size <= i < size`` (negative ones count from the end), else IndexError(where, i)."""
+    if i < -size or i >= size:
+        raise IndexError(where, i)
+    return i
+
+
 def _indices(idx) -> bool:
     """Whether ``idx`` (a tuple type) holds integer indices only."""
     return isinstance(idx, types.BaseTuple) and all(isinstance(t, types.Integer) for t in idx)

@@ -255,6 +255,8 @@ class ExprCoder:
             return self.load_code(e.array, e.indices, temps)
         if isinstance(e, ir.Shape):
             return f"int32({e.array.param}.shape[{e.axis}])"
+        if isinstance(e, ir.CheckedIndex):
+            return self.checked_index_code(e, self.code(e.value, temps))
         if isinstance(e, ir.Cast):
             return self.cast_code(self.code(e.value, temps), e.value.type, e.type)
         if isinstance(e, ir.BoolOp):
@@ -263,6 +265,14 @@ class ExprCoder:
         if isinstance(e, ir.Call):
             return self.call_code(e, [self.code(a, temps) for a in e.args])
         raise TypeError(f"cannot spell {type(e).__name__}")
+
+    def checked_index_code(self, e: ir.CheckedIndex, code: str) -> str:
+        """A run-time component index: checked in debug mode, itself otherwise."""
+        if not self.debug:
+            return code
+        self.runtime.add("rt_check_component")
+        where = f"{self.kernel.name}|{e.file}|{e.line}|{e.text}|{e.what}"
+        return f"rt_check_component({code}, {e.size}, {where!r})"
 
     def cast_code(self, code: str, source: type, target: type) -> str:
         if target is dtypes.bool_:

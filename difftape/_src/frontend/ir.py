@@ -68,6 +68,20 @@ class Cast(Expr):
 
 
 @dataclass(eq=False)
+class CheckedIndex(Cast):
+    """A vector or matrix component index known only at run time, ``value`` itself, that debug
+    mode checks against ``size`` (the components it picks from). Release programs are built
+    from IR without these nodes (``frontend/checks.py``); to any pass that meets one it is the
+    identity cast of its value."""
+
+    size: int = 0
+    what: str = ""  # the composite's type name, for the error
+    line: int = 0
+    text: str = ""
+    file: str = ""
+
+
+@dataclass(eq=False)
 class BoolOp(Expr):
     op: str  # "and" | "or"
     values: tuple[Expr, ...]

@@ -129,14 +129,12 @@ class TargetLowering:
                               KernelTypeError)
                 size = choices[0][2][0]
                 if isinstance(idx, ir.Const):
-                    k = int(idx.value)
-                    if not 0 <= k < size:
-                        self.fail(part, f"component index {k} is out of range for {size} "
-                                  "components", KernelTypeError)
-                    picks = [(None, k)]
+                    picks = [(None, self.constant_component(part, idx, size))]
                 else:
                     if not isinstance(idx, ir.Var):  # computed once, not once per choice
                         idx = self.stage(idx)
+                    what = _index_meaning(t, len(t._shape) - len(choices[0][2]))
+                    idx = self.runtime_component(part, idx, size, what)
                     picks = [(self.call_builtin(part, "eq", [idx, ir.Const(
                         dtypes.int32, k, weak=True)]), k) for k in range(size)]
                 choices = [(conds + ([test] if test is not None else []),
@@ -154,6 +152,12 @@ def _reads_target(e: ir.Expr, ref: ir.ArrayRef | None, choices: list) -> bool:
         return any(isinstance(x, ir.Load) and x.array.param == ref.param for x in ir.walk_expr(e))
     slots = {sym for _, syms in choices for sym in syms}
     return any(isinstance(x, ir.Var) and x.name in slots for x in ir.walk_expr(e))
+
+
+def _index_meaning(t: type, axis: int) -> str:
+    """What index ``axis`` of composite ``t`` picks, for errors: "components of a vec3"."""
+    kind = "components" if len(t._shape) == 1 else ("rows", "columns")[axis]
+    return f"{kind} of a {dtypes.type_name(t)}"
 
 
 def _storage_position(t: type, flat: int) -> tuple[int, ...]:

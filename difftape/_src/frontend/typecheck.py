@@ -564,33 +564,51 @@ class ExpressionTyper:
 
     def component(self, node: ast.AST, value: CompValue, indices: list[ir.Expr]):
         t = value.type
+        name = dtypes.type_name(t)
         if composite.is_matrix(t):
             rows = value.rows()
             if len(indices) == 2:
-                return self.select(node, [self.select(node, row, indices[1]) for row in rows],
-                                   indices[0])
+                return self.select(node, [self.select(node, row, indices[1], f"columns of a {name}")
+                                          for row in rows], indices[0], f"rows of a {name}")
             if len(indices) == 1:
                 return CompValue(composite.row_type(t), [
-                    self.select(node, [row[c] for row in rows], indices[0])
+                    self.select(node, [row[c] for row in rows], indices[0], f"rows of a {name}")
                     for c in range(t._shape[1])])
         elif len(indices) == 1:
-            return self.select(node, value.comps, indices[0])
-        self.fail(node, f"a {dtypes.type_name(t)} takes {len(t._shape)} index(es), "
+            return self.select(node, value.comps, indices[0], f"components of a {name}")
+        self.fail(node, f"a {name} takes {len(t._shape)} index(es), "
                   f"{len(indices)} given", KernelTypeError)
 
-    def select(self, node: ast.AST, options: list, index: ir.Expr):
+    def select(self, node: ast.AST, options: list, index: ir.Expr, what: str):
         """``options[index]``: direct for constant indices, a ``where`` chain otherwise."""
         if isinstance(index, ir.Const):
-            k = int(index.value)
-            if not -len(options) <= k < len(options):
-                self.fail(node, f"component index {k} is out of range for {len(options)} "
-                          "components", KernelTypeError)
-            return options[k]
+            return options[self.constant_component(node, index, len(options))]
+        index = self.runtime_component(node, index, len(options), what)
         result = options[-1]
         for k in range(len(options) - 2, -1, -1):
             test = self.call_builtin(node, "eq", [index, ir.Const(dtypes.int32, k, weak=True)])
             result = self.call_builtin(node, "where", [test, options[k], result])
         return result
+
+    def constant_component(self, node: ast.AST, index: ir.Const, size: int) -> int:
+        """A constant component index, negative ones counting from the end (as in Warp)."""
+        k = int(index.value)
+        if not -size <= k < size:
+            self.fail(node, f"component index {k} is out of range for {size} components",
+                      KernelTypeError)
+        return k % size
+
+    def runtime_component(self, node: ast.AST, index: ir.Expr, size: int,
+                          what: str) -> ir.Expr:
+        """A component index known at run time, as the position it picks: ``index`` or, when
+        negative, ``index + size`` (Warp's rule), checked in debug mode to lie in
+        [-size, size)."""
+        checked = ir.CheckedIndex(index.type, index, size=size, what=f"the {size} {what}",
+                                  line=self.parsed.file_line(node),
+                                  text=self.parsed.line_text(node), file=self.parsed.filename)
+        negative = self.call_builtin(node, "lt", [checked, ir.Const(index.type, 0, weak=True)])
+        wrapped = self.call_builtin(node, "add", [checked, ir.Const(index.type, size, weak=True)])
+        return self.call_builtin(node, "where", [negative, wrapped, checked])
 
     def component_attribute(self, node: ast.Attribute, value: CompValue):
         position = component_position(value.type, node.attr)

@@ -146,6 +146,9 @@ def _copy(node, var: str, constant: ir.Const):
             return _folded(copied)
         if isinstance(copied, ir.BoolOp):
             return _folded_bool(copied)
+        if isinstance(copied, ir.CheckedIndex) and isinstance(copied.value, ir.Const) and (
+                -copied.size <= copied.value.value < copied.size):
+            return copied.value  # in range: nothing left to check
         return copied
     return node
 
