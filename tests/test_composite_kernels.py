@@ -278,3 +278,53 @@ def test_fill_vector_arrays():
     np.testing.assert_array_equal(wp.ones(2, dtype=wp.vec3).numpy(), np.ones((2, 3)))
     full = wp.full(2, wp.vec3(1.0, 2.0, 3.0), dtype=wp.vec3).numpy()
     np.testing.assert_array_equal(full, [[1, 2, 3], [1, 2, 3]])
+
+
+# ------------------------------------------------------------------ spatial vectors and matrices
+
+
+@wp.kernel
+def spatial_products(m: wp.array(dtype=wp.spatial_matrixd), v: wp.array(dtype=wp.spatial_vectord),
+                     vs: wp.array(dtype=wp.spatial_vectord), ms: wp.array(dtype=wp.spatial_matrixd),
+                     e: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    a = m[i]
+    b = v[i]
+    vs[i] = a * b + b * a + wp.get_diag(a)  # products of spatial values stay spatial
+    ms[i] = a * a + wp.transpose(a) + wp.outer(b, b) + wp.diag(b)
+    e[i] = wp.dot(b, a * b)
+
+
+def test_products_of_spatial_values_stay_spatial():
+    rng = np.random.default_rng(4)
+    m, v = rng.uniform(-1, 1, (3, 6, 6)), rng.uniform(-1, 1, (3, 6))
+
+    def run(arrays):
+        wp.launch(spatial_products, 3, inputs=[arrays["m"], arrays["v"]],
+                  outputs=[arrays["vs"], arrays["ms"], arrays["e"]])
+
+    kinds = {"m": wp.spatial_matrixd, "v": wp.spatial_vectord, "vs": wp.spatial_vectord,
+             "ms": wp.spatial_matrixd, "e": wp.float64}
+    outputs = {"vs": np.zeros((3, 6)), "ms": np.zeros((3, 6, 6)), "e": np.zeros(3)}
+    check_tape(run, {"m": m, "v": v}, outputs, kinds, directions=3)
+    arrays = {name: wp.array(value, dtype=kinds[name]) for name, value in
+              {"m": m, "v": v, **outputs}.items()}
+    run(arrays)
+    np.testing.assert_allclose(arrays["vs"].numpy(), np.einsum("irc,ic->ir", m, v) + np.einsum(
+        "ir,irc->ic", v, m) + np.einsum("ikk->ik", m), rtol=1e-13)
+    np.testing.assert_allclose(arrays["ms"].numpy(), m @ m + m.transpose(0, 2, 1) + np.einsum(
+        "ir,ic->irc", v, v) + np.stack([np.diag(x) for x in v]), rtol=1e-13)
+    np.testing.assert_allclose(arrays["e"].numpy(), np.einsum("ir,irc,ic->i", v, m, v), rtol=1e-13)
+
+
+def test_a_spatial_vector_mixed_with_a_plain_one_is_a_clear_error():
+    vec6 = wp.vec(length=6, dtype=float)
+
+    @wp.kernel
+    def mixed(b: wp.array(dtype=wp.spatial_vector), y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = wp.dot(b[i], vec6(1.0, 2.0, 3.0, 4.0, 5.0, 6.0))
+
+    with pytest.raises(wp.KernelTypeError, match=r"dot\(\) does not accept \(spatial_vectorf, "
+                       r"vec6f\).*convert one, e\.g\. wp\.spatial_vectorf\(\.\.\.\)"):
+        wp.launch(mixed, 1, inputs=[wp.zeros(1, dtype=wp.spatial_vector), wp.zeros(1, dtype=float)])

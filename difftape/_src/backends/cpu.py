@@ -700,8 +700,10 @@ def _generate(kernel: ir.KernelIR, variant: Variant, origin: str, directions: tu
         runtime |= more_runtime
         constants.values.update(more_constants.values)
     header = _HEADER.format(version=_difftape_version, kernel=kernel.name, origin=origin)
-    if strides.gathers_pay(body):
-        header += f"LLVM_OPTIONS = {(cpu_llvm.NO_STRIDE_VERSIONING,)!r}  # codegen/strides.py\n"
+    options = ((cpu_llvm.NO_STRIDE_VERSIONING,) if strides.gathers_pay(body) else ()) + (
+        (cpu_llvm.NARROW_VECTORS,) if strides.wide_rows(body) else ())
+    if options:
+        header += f"LLVM_OPTIONS = {options!r}  # codegen/strides.py\n"
     if runtime:
         header += f"from difftape._src.backends.cpu_runtime import {', '.join(sorted(runtime))}\n"
     imports = sorted(symbols) + sorted("adj_" + s for s in rules)

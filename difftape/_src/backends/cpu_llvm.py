@@ -22,7 +22,8 @@ over 1M threads of ``sum m[r, c] * v[c] * v[r]`` on one core, forward 11.4 -> 2.
 24 -> 6-8 ms with groups of up to 16 (mat44). The benchmark's kernels compile to the same code.
 
 ``compile_under`` sets an option for one generated module's compilation only:
-``NO_STRIDE_VERSIONING`` where ``codegen/strides.py`` finds that gathers pay.
+``NO_STRIDE_VERSIONING`` where ``codegen/strides.py`` finds that gathers pay, ``NARROW_VECTORS``
+where it finds elements too wide to interleave.
 
 LLVM options are process-wide: other Numba code compiled in the same process is vectorized under
 the same limit and keeps its copy loops too (``docs/architecture.md``).
@@ -54,7 +55,11 @@ def apply() -> None:
 # Vectorize loops whose accesses step by a run-time row length with gathers, instead of versioning
 # them on that length being 1 (codegen/strides.py).
 NO_STRIDE_VERSIONING = "-enable-mem-access-versioning=false"
-_RESETS = {NO_STRIDE_VERSIONING: "-enable-mem-access-versioning=true"}  # LLVM's defaults
+# Vectorize 2 threads at a time where threads access vector or matrix elements too wide to load as
+# one interleaved group: loads, not gathers (codegen/strides.py).
+NARROW_VECTORS = "-force-vector-width=2"
+_RESETS = {NO_STRIDE_VERSIONING: "-enable-mem-access-versioning=true",  # LLVM's defaults
+           NARROW_VECTORS: "-force-vector-width=0"}
 
 
 def compile_under(dispatcher, options: tuple[str, ...]) -> None:

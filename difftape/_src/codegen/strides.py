@@ -16,10 +16,22 @@ Calibration (one AMD EPYC core, float32 rows of 3 read per thread, then a chain 
 multiply-adds; scalar ms / gathered ms): 1.7 operations per access 4.6/10.6 (4M rows, streamed)
 and 0.02/0.08 (32k, in cache); 5.7: 8.3/10.8 and 0.09/0.07; 11: 22.5/13.2 and 0.28/0.09; 22:
 65/16 and 0.73/0.19.
+
+Elements of vector and matrix arrays have a stride LLVM knows, so their loops are vectorized
+without versioning: rows of up to ``cpu_llvm.MAX_INTERLEAVE_FACTOR`` scalars as wide loads and
+shuffles, wider ones (a spatial_matrix's 36) with a gather per component, which at LLVM's
+chosen width of 16 threads ran far slower than the scalar loop. ``wide_rows`` finds such kernels;
+they are vectorized 2 threads at a time, with plain loads. Measured on one AMD EPYC core, 300k
+threads over spatial matrices, forward / backward ms: ``dot(v[i], m[i] * v[i])`` LLVM's choice
+21 / 44, 2 threads 2.5 / 6.0 (scalar 2.4 / 6.5, 4 threads 14 / 31; warp-lang 3.2 / 6.2); with a
+sine and an exponential of each component of ``m[i] * v[i]`` 19.7 / 42.5, 2 threads 15.2 / 20.3
+(scalar 25.3 / 33.7; warp-lang 13.9 / 24.1).
 """
 
 from __future__ import annotations
 
+from .. import composite
+from ..backends.cpu_llvm import MAX_INTERLEAVE_FACTOR
 from ..frontend import ir
 
 # Arithmetic operations per row access from which the gathered loop is the faster (the two kernels
@@ -55,3 +67,21 @@ def gathers_pay(body: list[ir.Stmt]) -> bool:
     should be vectorized with gathers and scatters rather than left scalar."""
     rows, work = counts(body)
     return rows > 0 and work >= WORK_PER_ROW_ACCESS * rows
+
+
+def wide_rows(body: list[ir.Stmt]) -> bool:
+    """Whether threads access vector or matrix elements of more scalars than LLVM loads as one
+    interleaved group, at indices that vary (see the module's docstring)."""
+    for stmt in ir.walk_stmts(body):
+        if isinstance(stmt, (ir.Store, ir.Atomic)) and _wide(stmt.array, stmt.indices):
+            return True
+        for root in ir.statement_exprs(stmt):
+            if any(isinstance(e, ir.Load) and _wide(e.array, e.indices) for e in ir.walk_expr(root)):
+                return True
+    return False
+
+
+def _wide(array: ir.ArrayRef | None, indices: tuple[ir.Expr, ...]) -> bool:
+    return (array is not None and composite.is_composite(array.dtype)
+            and array.dtype._length > MAX_INTERLEAVE_FACTOR
+            and any(not isinstance(e, ir.Const) for e in indices[:array.ndim]))

@@ -381,10 +381,15 @@ class ExpressionTyper:
         strong = [a.type for a in args if not (isinstance(a, ir.Const) and a.weak)]
         name = f"operator {records[0].operator} ({key})" if records[0].operator else f"{key}()"
         hint = ""
-        if len(set(strong)) > 1:
+        if len(set(strong)) > 1 and all(dtypes.is_float(t) or dtypes.is_int(t) for t in strong):
             widest = max(strong, key=lambda t: (dtypes.is_float(t), t.bits))
             hint = (" Types are never mixed implicitly: cast one side, e.g. "
                     f"wp.{dtypes.type_name(widest)}(...).")
+        elif len(set(strong)) > 1 and all(composite.is_composite(t) for t in strong) and len(
+                {(t._shape, dtypes.scalar_of(t)) for t in strong}) == 1:
+            hint = (" Composites of one shape but different kinds (a spatial_vector and a vec6) "
+                    f"are not mixed implicitly: convert one, e.g. "
+                    f"wp.{dtypes.type_name(strong[0])}(...).")
         elif strong and all(dtypes.is_int(t) or t is dtypes.bool_ for t in strong):
             hint = " Cast integers to a float type first, e.g. wp.float32(i) or float(i)."
         self.fail(node, f"{name} does not accept ({given}). It accepts: {options}.{hint}",

@@ -16,6 +16,8 @@ from ..composite import (
     is_vector,
     matrix_type,
     quaternion_type,
+    spatial_matrix_type,
+    spatial_vector_type,
     transform_type,
     vector_type,
 )
@@ -60,7 +62,23 @@ def quat_of(t: type) -> type:
 
 
 def mat_of(t: type, rows: int, cols: int) -> type:
+    """The matrix type of ``t``'s scalar: a spatial one for 6 x 6 results of spatial ``t``."""
+    if (rows, cols) == (6, 6) and _spatial(t):
+        return spatial_matrix_type(scalar(t))
     return matrix_type((rows, cols), scalar(t))
+
+
+def vec_of(t: type, length: int) -> type:
+    """The vector type of ``t``'s scalar: a spatial one for 6-vector results of spatial ``t``."""
+    if length == 6 and _spatial(t):
+        return spatial_vector_type(scalar(t))
+    return vector_type(length, scalar(t))
+
+
+def _spatial(t: type) -> bool:
+    # Warp's spatial types are plain 6-vectors and 6 x 6 matrices to its builtins; here they
+    # are types of their own, so results computed from them keep them (I * v stays spatial).
+    return getattr(t, "_kind", None) in ("spatial_vector", "spatial_matrix")
 
 
 def transform_of(t: type) -> type:

@@ -69,9 +69,9 @@ def _mul_match(ts):
         return None
     a, b = ts
     if C.mat(a) and C.vec(b) and C.scalar(a) is C.scalar(b) and a._shape[1] == b._length:
-        return C.vector_type(a._shape[0], C.scalar(a))
+        return C.vec_of(a, a._shape[0])
     if C.vec(a) and C.mat(b) and C.scalar(a) is C.scalar(b) and b._shape[0] == a._length:
-        return C.vector_type(b._shape[1], C.scalar(a))
+        return C.vec_of(b, b._shape[1])
     if C.mat(a) and C.mat(b) and C.scalar(a) is C.scalar(b) and a._shape[1] == b._shape[0]:
         return C.mat_of(a, a._shape[0], b._shape[1])
     if C.quat(a) and a is b:
@@ -338,7 +338,7 @@ def diag(v):
     return [[v[r] if r == c else 0.0 for c in range(len(v))] for r in range(len(v))]
 
 
-@composite(group=_MAT, match=lambda ts: C.vector_type(ts[0]._shape[0], C.scalar(ts[0]))
+@composite(group=_MAT, match=lambda ts: C.vec_of(ts[0], ts[0]._shape[0])
            if len(ts) == 1 and C.mat(ts[0], square=True) else None, examples=C.examples("m33"))
 def get_diag(m):
     """The diagonal of a square matrix."""
