@@ -56,7 +56,7 @@ def apply() -> None:
 # them on that length being 1 (codegen/strides.py).
 NO_STRIDE_VERSIONING = "-enable-mem-access-versioning=false"
 # Vectorize 2 threads at a time where threads access vector or matrix elements too wide to load as
-# one interleaved group: loads, not gathers (codegen/strides.py).
+# one interleaved group: plain loads, not gathers (codegen/strides.py).
 NARROW_VECTORS = "-force-vector-width=2"
 _RESETS = {NO_STRIDE_VERSIONING: "-enable-mem-access-versioning=true",  # LLVM's defaults
            NARROW_VECTORS: "-force-vector-width=0"}

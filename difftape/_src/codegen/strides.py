@@ -18,25 +18,30 @@ and 0.02/0.08 (32k, in cache); 5.7: 8.3/10.8 and 0.09/0.07; 11: 22.5/13.2 and 0.
 65/16 and 0.73/0.19.
 
 Elements of vector and matrix arrays have a stride LLVM knows, so their loops are vectorized
-without versioning: rows of up to ``cpu_llvm.MAX_INTERLEAVE_FACTOR`` scalars as wide loads and
-shuffles, wider ones (a spatial_matrix's 36) with a gather per component, which at LLVM's
-chosen width of 16 threads ran far slower than the scalar loop. ``wide_rows`` finds such kernels;
-they are vectorized 2 threads at a time, with plain loads. Measured on one AMD EPYC core, 300k
-threads over spatial matrices, forward / backward ms: ``dot(v[i], m[i] * v[i])`` LLVM's choice
-21 / 44, 2 threads 2.5 / 6.0 (scalar 2.4 / 6.5, 4 threads 14 / 31; warp-lang 3.2 / 6.2); with a
-sine and an exponential of each component of ``m[i] * v[i]`` 19.7 / 42.5, 2 threads 15.2 / 20.3
-(scalar 25.3 / 33.7; warp-lang 13.9 / 24.1).
+without versioning: elements of up to 36 bytes (a float32 mat33, with ``cpu_llvm``'s
+``-max-interleave-group-factor``) as wide loads and shuffles, wider ones with a gather per
+component, which at LLVM's chosen width of 16 threads (8 for float64) ran 3-9x slower than the
+scalar loop. ``wide_rows`` finds such kernels; they are vectorized 2 threads at a time, with plain
+loads. Measured on one AMD EPYC core, forward / backward ms, LLVM's choice -> 2 threads (warp-lang):
+1M ``m[i] * v[i]`` over mat44: 18.8 / 39.9 -> 5.0 / 14.4 (5.7 / 14.7); 1M ``determinant`` of a
+mat33d: 16.0 / 34.9 -> 4.3 / 9.8 (4.3 / 9.1); 300k ``dot(v[i], m[i] * v[i])`` over spatial
+matrices: 21 / 44 -> 2.5 / 6.0 (3.2 / 6.2; scalar 2.4 / 6.5, 4 threads 14 / 31, still gathering);
+the same with a sine and an exponential of each component of ``m[i] * v[i]``: 19.7 / 42.5 ->
+15.2 / 20.3 (13.9 / 24.1; scalar 25.3 / 33.7).
 """
 
 from __future__ import annotations
 
-from .. import composite
-from ..backends.cpu_llvm import MAX_INTERLEAVE_FACTOR
+from .. import composite, dtypes
 from ..frontend import ir
 
 # Arithmetic operations per row access from which the gathered loop is the faster (the two kernels
 # above have 1 and 84).
 WORK_PER_ROW_ACCESS = 8
+
+# Bytes of the widest vector or matrix element LLVM still loads as one interleaved group (a float32
+# mat33); wider ones (mat44, mat33d, transformd, spatial matrices) it gathers component by component.
+WIDEST_INTERLEAVED = 36
 
 
 def _row_access(array: ir.ArrayRef | None, indices: tuple[ir.Expr, ...]) -> bool:
@@ -70,8 +75,8 @@ def gathers_pay(body: list[ir.Stmt]) -> bool:
 
 
 def wide_rows(body: list[ir.Stmt]) -> bool:
-    """Whether threads access vector or matrix elements of more scalars than LLVM loads as one
-    interleaved group, at indices that vary (see the module's docstring)."""
+    """Whether threads access vector or matrix elements wider than ``WIDEST_INTERLEAVED`` bytes
+    at indices that vary (see the module's docstring)."""
     for stmt in ir.walk_stmts(body):
         if isinstance(stmt, (ir.Store, ir.Atomic)) and _wide(stmt.array, stmt.indices):
             return True
@@ -83,5 +88,5 @@ def wide_rows(body: list[ir.Stmt]) -> bool:
 
 def _wide(array: ir.ArrayRef | None, indices: tuple[ir.Expr, ...]) -> bool:
     return (array is not None and composite.is_composite(array.dtype)
-            and array.dtype._length > MAX_INTERLEAVE_FACTOR
+            and array.dtype._length * dtypes.scalar_of(array.dtype).bits > 8 * WIDEST_INTERLEAVED
             and any(not isinstance(e, ir.Const) for e in indices[:array.ndim]))
