@@ -126,6 +126,7 @@ class LaunchPlan:
                         any(leaf.symbol in ir_.written_arrays for leaf in ir_.params[k].flat or ())]
         self.inplace = [k for k in self.arrays if ir_.params[k].symbol in ir_.inplace_arrays]
         self.float16 = [k for k in self.arrays if ir_.params[k].dtype is dtypes.float16]
+        self.float16_written = [k for k in self.float16 if k in self.written]  # copied back
         self.differentiable = {k for k in self.arrays
                                if dtypes.is_float(dtypes.scalar_of(ir_.params[k].dtype))}
         self.dummies = {k: _empty_like_param(ir_.params[k]) for k in self.arrays}
@@ -295,7 +296,7 @@ def pack_arguments(kernel: Kernel, args: list, plan: LaunchPlan | None = None
 
 
 def _write_back(plan: LaunchPlan, args: list, packed: list, writer: object = None) -> None:
-    for k in plan.float16:
+    for k in plan.float16_written:
         args[k]._data[...] = packed[plan.offsets[k]]
     for k in plan.written:
         args[k]._mark_written(writer)

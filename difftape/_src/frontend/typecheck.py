@@ -12,6 +12,8 @@ import builtins
 import math
 import types as pytypes
 
+import numpy as np
+
 from .. import composite, dtypes
 from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
 from ..ops import registry
@@ -297,7 +299,14 @@ class ExpressionTyper:
             if len(node.args) != 1 or node.keywords:
                 self.fail(node, f"{dtypes.type_name(target)}() takes exactly one argument",
                           KernelTypeError)
-            return self.cast(node, self.value(node.args[0]), target)
+            value = self.value(node.args[0])
+            if target is dtypes.float16:  # computes as float32, as float16 array elements do
+                if isinstance(value, ir.Const) and not isinstance(value.value, bool):
+                    with np.errstate(over="ignore"):  # out of half range: inf, as in Warp
+                        half = float(np.float16(value.value))
+                    value = ir.Const(value.type, half, weak=value.weak)
+                target = compute_type(target)
+            return self.cast(node, value, target)
         special = getattr(self, "call_" + getattr(func, "__name__", ""), None)
         if special is not None and getattr(func, "_difftape_special", False):
             return special(node)
