@@ -31,11 +31,12 @@ def _unique(name: str) -> str:
     return candidate
 
 
-def load_warp_style(workload: str, wp):
-    """Execute ``workloads/<workload>.py`` with ``wp`` injected (a fresh module each call)."""
+def load_warp_style(workload: str, wp, path: str | None = None):
+    """Execute ``workloads/<workload>.py`` (or ``path``) with ``wp`` injected (a fresh module
+    each call)."""
     lib = wp.__name__.split(".")[0]
     name = _unique(f"bench_{workload}_{lib}")  # stable: Warp's kernel cache keys on it
-    path = os.path.join(HERE, "workloads", workload + ".py")
+    path = path or os.path.join(HERE, "workloads", workload + ".py")
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     module.wp = wp

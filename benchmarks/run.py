@@ -373,7 +373,32 @@ def render(results: dict) -> str:
     for target, measured, met in evaluate_targets(results):
         add(f"| {target} | {measured} | {met} |")
     add("")
+    zoo = results.get("zoo")
+    if zoo:
+        lines.extend(_render_zoo(zoo))
     return "\n".join(lines)
+
+
+def _render_zoo(zoo: dict) -> list[str]:
+    lines = ["## 9. Kernel zoo: one small kernel per value type, one thread, ms", "",
+             "`benchmarks/zoo.py`: each kernel a tape forward and `backward()` over 1M threads "
+             "(300k spatial matrices; sizes × the run's scale), warp-lang and difftape "
+             "(`cpu_parallel=\"serial\"`) alternating, medians. Ratios warp / difftape; *grad "
+             "vs warp*: max |g − g_warp| / max |g_warp| over the inputs' gradients.", ""]
+    if "error" in zoo:
+        return lines + [f"Not measured: {zoo['error']}", ""]
+    lines += ["| kernel | warp fwd | warp bwd | difftape fwd | difftape bwd | warp/dt fwd | "
+              "warp/dt bwd | grad vs warp |", "|---|---|---|---|---|---|---|---|"]
+    for case, rec in zoo["cases"].items():
+        if "error" in rec or "difftape" not in rec or "warp" not in rec:
+            lines.append(f"| {case} | {rec.get('error', 'not run')} | | | | | | |")
+            continue
+        w, d = rec["warp"], rec["difftape"]
+        cells = [_ms(w, "fwd_ms"), _ms(w, "bwd_ms"), _ms(d, "fwd_ms"), _ms(d, "bwd_ms"),
+                 _fmt_ratio(_ratio(w, d, "fwd_ms")), _fmt_ratio(_ratio(w, d, "bwd_ms")),
+                 f"{rec['grad_diff']:.1e}" if "grad_diff" in rec else "–"]
+        lines.append(f"| {case} | {' | '.join(cells)} |")
+    return lines + [""]
 
 
 def _bandwidth(results: dict, res: dict) -> tuple[float | None, str]:
@@ -528,7 +553,7 @@ def main(argv=None) -> int:
     p.add_argument("--threads", default=None, help="comma list of thread counts (default 1,2)")
     p.add_argument("--workloads", default=",".join(MAIN_WORKLOADS))
     p.add_argument("--impls", default="warp,difftape,taichi")
-    p.add_argument("--skip", default="", help="comma list of: main,scaling,cache,memory")
+    p.add_argument("--skip", default="", help="comma list of: main,scaling,cache,memory,zoo")
     p.add_argument("--parallel-mode", default="auto", choices=["auto", "parallel", "replicate"],
                    help="difftape's wp.config.cpu_parallel when threads > 1 (default: auto, "
                         "difftape's own default)")
@@ -662,6 +687,14 @@ def main(argv=None) -> int:
             res = run_worker("memory", spec, env, log, timeout=600)
             results["memory"][impl] = res
             print(f"  {impl}: {res}", flush=True)
+
+    if "zoo" not in skip:
+        print("kernel zoo ...", flush=True)
+        t0 = time.time()
+        spec = {"rounds": rounds, "scale": scale, "cache_dirs": dirs,
+                "impls": [i for i in impl_names if i in ("warp", "difftape")]}
+        results["zoo"] = run_worker("zoo", spec, env, log)
+        print(f"  ({time.time() - t0:.0f} s)", flush=True)
 
     results["loadavg_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     results["elapsed_s"] = time.time() - start

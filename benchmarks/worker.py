@@ -4,6 +4,7 @@ Modes:
   timing    interleaved warm-kernel timing of one workload for several implementations
   firstrun  one implementation in a fresh process: import, compile or cache load, first result
   memory    peak resident memory of one workload's tape (forward + backward) for one implementation
+  zoo       the kernel zoo (benchmarks/zoo.py): small kernels per value type, warp-lang and difftape
 
 The runner (``benchmarks/run.py``) starts these; each writes its result as JSON to <out.json>.
 """
@@ -357,9 +358,75 @@ def memory(spec: dict) -> dict:
             "state_mb": (after_setup - base) / 1024, "peak_mb": (peak - base) / 1024}
 
 
+def zoo(spec: dict) -> dict:
+    """The kernel zoo (``benchmarks/zoo.py``): each case's tape forward and backward under each
+    implementation, alternating, medians; and how far difftape's gradients are from warp-lang's."""
+    import numpy as np
+
+    rounds, scale = spec["rounds"], spec.get("scale", 1.0)
+    impls = [make_impl(name, 1, spec.get("cache_dirs", {}).get(name)) for name in spec["impls"]]
+    path = os.path.join(common.HERE, "zoo.py")
+    modules = {impl.name: common.load_warp_style("zoo", impl.wp, path) for impl in impls}
+    cases = next(iter(modules.values()))  # the case table, the same in every copy
+    out = {}
+    for case in spec.get("cases") or cases.CASES:
+        data = cases.make_arrays(case, scale)
+        dim = cases.launch_dim(case, scale)
+        runs, rec = {}, {}
+        out[case] = rec
+        for impl in impls:
+            wp = impl.wp
+            arrays = [wp.array(d, dtype=wp.int32) if d.dtype == np.int32 else
+                      wp.array(d, dtype=getattr(wp, spec_[0]), requires_grad=True)
+                      for d, spec_ in zip(data, cases.CASES[case][1])]
+            runs[impl.name] = _zoo_run(wp, getattr(modules[impl.name], case), dim, arrays)
+        try:
+            for run in runs.values():
+                run()
+                run()
+            samples = {name: [] for name in runs}
+            for r in range(rounds):
+                for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
+                    samples[name].append(runs[name]())
+        except Exception as err:  # a library that cannot run this kernel: report, go on
+            rec["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:120]}"
+            continue
+        for name, times in samples.items():
+            rec[name] = {"fwd_ms": 1e3 * statistics.median(t[0] for t in times),
+                         "bwd_ms": 1e3 * statistics.median(t[1] for t in times)}
+        grads = {name: run.gradients() for name, run in runs.items()}
+        if "warp" in grads and "difftape" in grads:
+            rec["grad_diff"] = max(
+                float(np.max(np.abs(ours - theirs)) / max(float(np.max(np.abs(theirs))), 1e-30))
+                for ours, theirs in zip(grads["difftape"], grads["warp"]))
+    return {"cases": out}
+
+
+def _zoo_run(wp, kernel, dim, arrays):
+    """A callable timing one tape forward and backward of ``kernel`` (the last array seeded
+    with ones), with ``gradients()`` for the inputs' gradients after its last call."""
+    seed = wp.ones_like(arrays[-1])
+
+    def run() -> tuple[float, float]:
+        for a in arrays:
+            if a.grad is not None:
+                a.grad.zero_()
+        tape = wp.Tape()
+        t0 = time.perf_counter()
+        with tape:
+            wp.launch(kernel, dim, inputs=arrays, device="cpu")
+        t1 = time.perf_counter()
+        tape.backward(grads={arrays[-1]: seed})
+        return t1 - t0, time.perf_counter() - t1
+
+    run.gradients = lambda: [a.grad.numpy().astype("f8") for a in arrays[:-1]
+                             if a.grad is not None]
+    return run
+
+
 def main(argv):
     mode, spec, out_path = argv[1], json.loads(argv[2]), argv[3]
-    result = {"timing": timing, "firstrun": firstrun, "memory": memory}[mode](spec)
+    result = {"timing": timing, "firstrun": firstrun, "memory": memory, "zoo": zoo}[mode](spec)
     with open(out_path, "w") as f:
         json.dump(result, f)
 

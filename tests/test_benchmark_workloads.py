@@ -21,3 +21,20 @@ def test_gradients_match_the_float64_reference(workload):
     tape.backward(program.loss(state))
     error = common.max_rel_error(program.gradients(state), numpy_part.reference(inputs))
     assert error <= common.TOLERANCE[workload], error
+
+
+def test_every_kernel_of_the_zoo_runs_and_renders():
+    """``benchmarks/zoo.py`` on difftape alone, tiny: every case records, differentiates and
+    lands in section 9 of RESULTS.md (the comparison with warp-lang is the benchmark's)."""
+    from benchmarks import run, worker
+
+    result = worker.zoo({"rounds": 1, "scale": 1e-4, "impls": ["difftape"]})
+    zoo = common.load_warp_style("zoo", wp, f"{common.HERE}/zoo.py")
+    assert list(result["cases"]) == list(zoo.CASES)
+    for case, rec in result["cases"].items():
+        assert "error" not in rec, (case, rec)
+        assert rec["difftape"]["fwd_ms"] > 0 and rec["difftape"]["bwd_ms"] > 0
+    fake = {"cases": {case: {**rec, "warp": rec["difftape"], "grad_diff": 0.0}
+                      for case, rec in result["cases"].items()}}
+    table = run._render_zoo(fake)
+    assert sum(line.startswith("| ") for line in table) == len(zoo.CASES) + 1
