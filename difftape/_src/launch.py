@@ -20,7 +20,7 @@ from . import (chunks, compile_ahead, config, dtypes, launch_fast, overwrite, re
 from . import tape as tape_module
 from .array import array
 from .array_storage import inner_ndim, is_plain
-from .backends import cpu, cpu_entry, cpu_runtime
+from .backends import cpu, cpu_entry, cpu_half, cpu_runtime
 from .backends.cpu import staging_dtype
 from .device import get_device
 
@@ -291,13 +291,13 @@ def pack_arguments(kernel: Kernel, args: list, plan: LaunchPlan | None = None
         else:
             append(_scalar_arg(kernel, plan.params[k], k, value))
     for k in plan.float16:
-        packed[plan.offsets[k]] = packed[plan.offsets[k]].astype(np.float32)
+        packed[plan.offsets[k]] = cpu_half.to_float32(packed[plan.offsets[k]])
     return packed, plain
 
 
 def _write_back(plan: LaunchPlan, args: list, packed: list, writer: object = None) -> None:
     for k in plan.float16_written:
-        args[k]._data[...] = packed[plan.offsets[k]]
+        cpu_half.store_float32(args[k]._data, packed[plan.offsets[k]])
     for k in plan.written:
         args[k]._mark_written(writer)
 
@@ -358,7 +358,7 @@ def _adjoint_slot(kernel: Kernel, plan: LaunchPlan, k: int, path, leaf, value, a
         _array_arg(kernel, plan.params[k], k, adj, what="adjoint argument")
     data = grad._data if path is None else field_view(grad._data, path)
     if k in plan.float16:
-        staged.append((grad, data.astype(np.float32)))
+        staged.append((grad, cpu_half.to_float32(data)))
         data = staged[-1][1]
     grad._mark_written()
     return data, True, grad is value._grad and not value._retain_grad
@@ -662,7 +662,8 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
     for k in plan.inplace:  # C-contiguous copies (the snapshots are, too)
         at = plan.offsets[k]
         source = (snapshots or {}).get(k, packed[at])
-        packed[at] = source.astype(packed[at].dtype, copy=True)
+        packed[at] = (cpu_half.to_float32(source) if source.dtype == np.float16 else
+                      source.astype(packed[at].dtype, copy=True))
     buffers, has, consume, staged, plain_buffers = pack_adjoints(kernel, args, adj_args, plan)
     total = dims[0] if len(dims) == 1 else _total(dims)
     if total == 0:
@@ -676,7 +677,7 @@ def run_adjoint(kernel: Kernel, dims: tuple[int, ...], args: list, adj_args: lis
     _execute(kernel, plan, dims, total, True, packed + buffers + has + consume, arrays,
              (buffers, has, consume), plain and plain_buffers)
     for grad, data in staged:
-        grad._data[...] = data
+        cpu_half.store_float32(grad._data, data)
 
 
 class Launch:

@@ -44,3 +44,27 @@ def test_a_float16_constant_out_of_half_range_is_infinite():
     out = wp.zeros(2, dtype=float)
     wp.launch(big, 1, outputs=[out])
     np.testing.assert_array_equal(out.numpy(), [np.inf, 65504.0])
+
+
+def test_compiled_half_conversions_equal_numpys():
+    from difftape._src.backends import cpu_half
+
+    halves = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    widened = cpu_half.to_float32(halves)
+    nan = np.isnan(halves)
+    np.testing.assert_array_equal(widened[~nan].view(np.uint32),
+                                  halves[~nan].astype(np.float32).view(np.uint32))
+    assert np.isnan(widened[nan]).all()  # signaling NaNs come back quiet
+    bits = np.arange(0, 1 << 32, 997, dtype=np.uint64).astype(np.uint32)  # every exponent
+    floats = np.concatenate([bits.view(np.float32), widened[~nan],
+                             widened[~nan] + np.float32(2.0 ** -25)]).astype(np.float32)
+    narrowed = np.empty(floats.shape, np.float16)
+    cpu_half.store_float32(narrowed, floats)
+    with np.errstate(over="ignore"):
+        want = floats.astype(np.float16)
+    nan = np.isnan(floats)
+    np.testing.assert_array_equal(narrowed[~nan].view(np.uint16), want[~nan].view(np.uint16))
+    assert np.isnan(narrowed[nan]).all()
+    strided = np.zeros((4, 6), np.float16)[:, ::2]  # not contiguous: NumPy does it
+    cpu_half.store_float32(strided, np.full((4, 3), 1.5, np.float32))
+    np.testing.assert_array_equal(cpu_half.to_float32(strided), np.full((4, 3), 1.5))
