@@ -1,5 +1,6 @@
 """The kernel zoo: one small kernel per value type and builtin family (quaternions, transforms,
-2x2 to 4x4 and spatial matrices, float64 and float16), each a tape forward + ``backward()`` at 1M
+2x2 to 4x4 and spatial matrices, float64 and float16) and per neighbour pattern (a rope's
+segments, guarded and wrapped-around neighbours), each a tape forward + ``backward()`` at 1M
 threads (300k for spatial matrices), timed by ``benchmarks/run.py`` (section "Kernel zoo") under
 warp-lang and difftape on one thread, alternating. The workloads time whole programs; the zoo
 finds the value types whose generated code is slow (mat44 and mat33d rows were gathered
@@ -172,6 +173,40 @@ def spatial_quadratic(m: wp.array(dtype=wp.spatial_matrix), v: wp.array(dtype=wp
     out[i] = wp.dot(v[i], m[i] * v[i])
 
 
+@wp.kernel
+def rope(x: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):
+    i = wp.tid()
+    if i < x.shape[0] - 1:  # rows read under a branch
+        d = x[i + 1] - x[i]
+        stretch = wp.length(d) - 0.01
+        out[i] = 0.5 * stretch * stretch
+
+
+@wp.func
+def bond_energy(a: wp.vec3, b: wp.vec3, rest: float):
+    stretch = wp.length(a - b) - rest
+    return 0.5 * stretch * stretch
+
+
+@wp.kernel
+def guarded_neighbours(x: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):
+    i = wp.tid()
+    e = float(0.0)
+    for k in range(1, 4):
+        if i + k < x.shape[0]:
+            e += bond_energy(x[i], x[i + k], float(k) * 0.01)
+    out[i] = e
+
+
+@wp.kernel
+def ring_neighbours(x: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):
+    i = wp.tid()
+    e = float(0.0)
+    for k in range(1, 4):
+        e += bond_energy(x[i], x[(i + k) % x.shape[0]], float(k) * 0.01)
+    out[i] = e
+
+
 N = 1_000_000
 # name -> (launch dim, arguments: (dtype name, element shape, numpy scalar) or "index"; the
 # last argument is the output whose gradient is seeded with ones)
@@ -202,6 +237,9 @@ CASES = {
     "mat44_det": (N, [("mat44", (4, 4), "f4"), ("float32", (), "f4")]),
     "spatial_quadratic": (300_000, [("spatial_matrix", (6, 6), "f4"),
                                     ("spatial_vector", (6,), "f4"), ("float32", (), "f4")]),
+    "rope": (N, [("vec3", (3,), "f4"), ("float32", (), "f4")]),
+    "guarded_neighbours": (N, [("vec3", (3,), "f4"), ("float32", (), "f4")]),
+    "ring_neighbours": (N, [("vec3", (3,), "f4"), ("float32", (), "f4")]),
     "f64_math": (N, [("float64", (), "f8"), ("float64", (), "f8")]),
     "f16_scale": (N, [("float16", (), "f2"), ("float16", (), "f2")]),
 }
