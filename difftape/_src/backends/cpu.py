@@ -279,6 +279,34 @@ def _write_bodies(kernel: ir.KernelIR, bodies: list[list[ir.Stmt]], analysis,
 _POP = re.compile(r"^[fi]top -= 1; ")
 _ASSIGN = re.compile(r"^(\w+) = (.*)$")
 _NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+_ASSIGNED = re.compile(r"(\s*)([A-Za-z_]\w*) = ")
+
+
+def _outlive_their_block(lines: list[str]) -> set[str]:
+    """Names assigned only inside a block (a branch) of the thread body and read after it: a
+    value the replay computes or saves under ``if c:`` and the reverse sweep reads under its
+    own ``if c:``. Numba sees such a value flow from one thread to the next where the branch is
+    not taken (Python keeps a loop's variables), a dependence between iterations that keeps the
+    thread loop from vectorizing; a typed zero at the top of the body ends it."""
+    last_read: dict[str, int] = {}
+    for k, line in enumerate(lines):
+        for name in _NAME.findall(line):
+            last_read[name] = k
+    top_level = {m[2] for line in lines if (m := _ASSIGNED.match(line)) and not m[1]}
+    outlive: set[str] = set()
+    seen: set[str] = set()
+    depths = [len(line) - len(line.lstrip()) if line.strip() else None for line in lines]
+    for k, line in enumerate(lines):
+        m = _ASSIGNED.match(line)
+        if m is None or not m[1] or m[2] in top_level or m[2] in seen:
+            continue
+        seen.add(m[2])
+        end = k + 1  # the first line past the assignment's block
+        while end < len(lines) and (depths[end] is None or depths[end] >= len(m[1])):
+            end += 1
+        if last_read[m[2]] >= end:
+            outlive.add(m[2])
+    return outlive
 
 
 def _reverse_reads(lines: list[str]) -> set[str]:
@@ -606,9 +634,10 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
     # front would make each one a multiply-assigned variable and Numba's SSA pass quadratic.
     # An accumulator whose every add became a version of it (acc_7 = g) is never read by name.
     named = {name for line in lines for name in _NAME.findall(line)}
+    outlive = _outlive_their_block(lines)
     declared = {k: v for k, v in {**kernel.locals, **writer.declared}.items()
                 if k in analysis.restored or k.startswith("flag_")
-                or (k.startswith("adj_") and k in named)}
+                or (k.startswith("adj_") and k in named) or k in outlive}
     writer.declarations(prologue, declared)
     if swapped_adjoint:
         _interchanged_adjoint_loops(kernel, variant, out, setup, prologue.lines, swap, writer)

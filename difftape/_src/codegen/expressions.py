@@ -108,10 +108,11 @@ class ExprCoder:
         view = naming.replica_view(array)
         codes = self.index_codes(indices, temps, ref)
         element = dtypes.scalar_of(ref.dtype)
-        if self.strips is not None and out.level == 0 and dtypes.is_float(element):
+        if self.strips is not None and dtypes.is_float(element) and (
+                out.level == 0 or self.strips.runs_once(self.site)):
             element = dtypes.float32 if element is dtypes.float16 else element
             lines = self.strips.defer(view, indices, codes, self.spells_unsigned, sign, value,
-                                      guard, element.__name__)
+                                      guard, element.__name__, self.site, out.level)
             if lines is not None:
                 for line in lines:
                     out.line(line)

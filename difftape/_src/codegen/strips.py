@@ -14,6 +14,8 @@ reads through loaded indices). Sites come in two kinds:
   constant ones (vector components), and its other indices do not depend on ``t``. Each gets a
   flush loop of its own, which recomputes that index from ``t`` and reuses the others as
   captured in the strip's last thread; each such loop touches distinct elements, and vectorizes.
+  Sites adding into components of one row at one offset share a loop (the row's components as
+  one interleaved group, where a loop per component took a gather and a scatter per element).
 - *scattered* sites, any other index: its non-constant indices are stored in buffers of their
   own, and one scalar loop flushes all such sites of a thread in the order the thread ran them
   (two consecutive sites adding into components ``c`` and ``c + 1`` of one row with one
@@ -24,7 +26,10 @@ them. Every element receives exactly the same values; only the order of the addi
 as it does between chunks. Sites are deferred when
 
 - every scattered add of the body qualifies (one that stays keeps the loop from vectorizing);
-- each runs once per thread: it is at the top level of the body, under no branch or loop;
+- each runs at most once per thread: it is at the top level of the body or under branches only,
+  in no loop. A site under a branch also sets its flag in a byte buffer, and its flush adds
+  only where the flag is set (then clears it): a rope's segments, ``if i < n - 1: d = x[i + 1] -
+  x[i]``, add into ``x[i + 1]`` and ``x[i]`` that way;
 - its array is touched by nothing but such adds in the whole body (the writer's direct
   replicas), and the launcher guarantees arrays do not overlap (``Variant.noalias``): moving
   the adds then changes no value the body reads;
@@ -73,7 +78,22 @@ def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int, single_assigned: s
     params = {p.symbol for p in kernel.flat_params() if not p.is_array}
     read_only = {p.symbol for p in kernel.flat_params() if p.is_array} - kernel.written_arrays
     return Strips(var, f"t{rank - 1}", definitions(body, single_assigned), views,
-                  outer | (params - rebound), read_only)
+                  outer | (params - rebound), read_only, _outside_loops(body))
+
+
+def _outside_loops(body: list[ir.Stmt]) -> dict[int, tuple]:
+    """The statements of ``body`` at its top level or in branches only (each runs at most once
+    per thread), by ``id()``: the branches each is in, outermost first, as (if's id, 0 for its
+    body or 1 for its else)."""
+    found: dict[int, tuple] = {}
+    pending = [(s, ()) for s in body]
+    while pending:
+        s, path = pending.pop()
+        found[id(s)] = path
+        if isinstance(s, ir.If):
+            pending += [(t, path + ((id(s), 0),)) for t in s.body]
+            pending += [(t, path + ((id(s), 1),)) for t in s.orelse]
+    return found
 
 
 @dataclass
@@ -89,6 +109,7 @@ class DeferredAdd:
     sign: str
     guard: str  # the site ran under ``if guard:`` (empty: always)
     last: int | None = None  # the last index, when it is a constant (a vector component)
+    flag: str = ""  # a site under a branch: the buffer of flags set where it ran
 
 
 @dataclass
@@ -102,23 +123,34 @@ class Strips:
     arrays: set[str]
     invariant_names: set[str]  # locals and parameters the body never rebinds, besides ``defs``
     read_only: set[str] = field(default_factory=set)  # array parameters the body never writes
+    outside_loops: dict[int, tuple] = field(default_factory=dict)  # see _outside_loops
     adds: list[DeferredAdd] = field(default_factory=list)
     buffers: dict[str, tuple[str, str]] = field(default_factory=dict)  # key → (name, dtype)
     # A site that stayed in the body: its scattered add keeps the thread loop from vectorizing,
     # so deferring the others would gain nothing (the caller then writes the body unchanged).
     kept: bool = False
     counter: int = 0
+    flag_names: dict[tuple, str] = field(default_factory=dict)  # see _flag
+
+    @property
+    def flags(self) -> list[str]:
+        """The flag buffers of sites under branches."""
+        return list(self.flag_names.values())
 
     def defer(self, view: str, indices: tuple[ir.Expr, ...], codes: list[str],
               unsigned: Callable[[ir.Expr], bool], sign: str, value: str, guard: str,
-              dtype: str) -> list[str] | None:
-        """The lines replacing ``view[codes] sign= value`` at the top level of the body, or None
+              dtype: str, site: ir.Stmt | None = None, level: int = 0) -> list[str] | None:
+        """The lines replacing ``view[codes] sign= value`` in the body, at its top level or in
+        branches (``level``: how deep in the generated code; ``site``: the statement), or None
         when the site does not qualify. ``unsigned``: whether the writer spells an index
         unsigned (``ExprCoder.spells_unsigned``); ``dtype``: the element's numpy type name."""
         if view not in self.arrays:
             return None
         lines: list[str] = []
-        buffer = self._buffer(value, dtype, lines)
+        flag = ""
+        if level:  # its buffers hold values only where the flag is set: shared with none
+            flag = self._flag(site, level, lines)
+        buffer = self._buffer(value, dtype, lines, shareable=not level)
         fixed = [constant(e) is not None for e in indices]
         at = max((k for k, is_fixed in enumerate(fixed) if not is_fixed), default=None)
         offset = None if at is None else thread_offset(indices[at], self.defs, self.var)
@@ -137,12 +169,28 @@ class Strips:
             # it back without Numba's wraparound.
             flush_indices = [
                 code if fixed[k] else
-                f"{self._buffer(code, _index_dtype(indices[k], unsigned), lines, indices[k])}"
-                "[uint64(rt_s)]" for k, code in enumerate(codes)]
+                self._buffer(code, _index_dtype(indices[k], unsigned), lines, indices[k],
+                             not level) + "[uint64(rt_s)]" for k, code in enumerate(codes)]
         own_unsigned = offset is not None and unsigned(indices[at])
         self.adds.append(DeferredAdd(view, buffer, flush_indices, offset, own_unsigned, sign,
-                                     guard, constant(indices[-1]) if indices else None))
+                                     guard, constant(indices[-1]) if indices else None, flag))
         return lines
+
+    def runs_once(self, site: ir.Stmt | None) -> bool:
+        """Whether ``site`` runs at most once per thread (top level, or in branches only)."""
+        return site is not None and id(site) in self.outside_loops
+
+    def _flag(self, site: ir.Stmt | None, level: int, lines: list[str]) -> str:
+        """The flag buffer of sites that run where ``site`` (``level`` deep) does: one per
+        branch of the kernel's ifs; one per statement where the code around its adds branches
+        too (an atomic min's adjoint)."""
+        path = self.outside_loops[id(site)]
+        key = (path, id(site) if level != len(path) else None)
+        flag = self.flag_names.get(key)
+        if flag is None:
+            flag = self.flag_names[key] = self._name("rt_flag")
+        lines.append(f"{flag}[uint64({self.loop} - rt_strip)] = 1")
+        return flag
 
     def pays(self, body: list[ir.Stmt]) -> bool:
         """Whether deferring what was deferred should speed ``body`` up. Offset sites always
@@ -163,33 +211,44 @@ class Strips:
     def runtime(self) -> set[str]:
         """The runtime helpers (``cpu_runtime.py``) the buffers and flush loops use."""
         scattered = [add for add in self.adds if add.offset is None]
-        helpers = {"rt_stack_array"} | ({"rt_prefetch"} if scattered else set())
+        helpers = {"rt_stack_array"} | ({"rt_prefetch"} if scattered else set()) | (
+            {"rt_stack_zeros"} if self.flags else set())
         return helpers | {_pair_helper(group[0]) for group in _component_pairs(scattered)
                           if len(group) == 2}
 
     def allocations(self) -> list[str]:
         """The strip buffers, on the stack of each call."""
         return [f"{name} = rt_stack_array({STRIP}, np.{dtype})"
-                for name, dtype in self.buffers.values()]
+                for name, dtype in self.buffers.values()] + [
+            f"{flag} = rt_stack_zeros({STRIP}, np.uint8, {STRIP})" for flag in self.flags]
 
     def flush(self) -> list[str]:
-        """After a strip ``rt_strip:rt_strip_end``: a loop per offset site, then one loop over the
-        scattered sites in the order each thread ran them."""
+        """After a strip ``rt_strip:rt_strip_end``: a loop per row of offset sites, then one loop
+        over the scattered sites in the order each thread ran them, then the flags cleared."""
         loop = "for rt_s in range(rt_strip_end - rt_strip):"
         lines = []
-        for add in self.adds:
-            if add.offset is not None:
-                own = f"rt_strip + rt_s{plus(add.offset)}"
-                own = f"uint64({own})" if add.unsigned else own
-                indices = [own if code is None else code for code in add.indices]
-                if add.guard:
-                    lines += [f"if {add.guard}:", f"    {loop}",
-                              f"        {_add_line(add, indices)}"]
-                else:
-                    lines += [loop, f"    {_add_line(add, indices)}"]
+        for group in _row_groups([add for add in self.adds if add.offset is not None]):
+            add = group[0]
+            own = f"rt_strip + rt_s{plus(add.offset)}"
+            own = f"uint64({own})" if add.unsigned else own
+            body = [_add_line(a, [own if code is None else code for code in a.indices])
+                    for a in group]
+            if add.flag:
+                body = [f"if {add.flag}[uint64(rt_s)]:"] + [f"    {line}" for line in body]
+            block = [loop] + [f"    {line}" for line in body]
+            lines += [f"if {add.guard}:"] + [f"    {line}" for line in block] if add.guard \
+                else block
+        lines += self._scattered_flush()
+        for flag in self.flags:  # ready for the next strip
+            lines += [loop, f"    {flag}[uint64(rt_s)] = 0"]
+        return _numbered(lines)
+
+    def _scattered_flush(self) -> list[str]:
+        """One loop over the scattered sites, in the order each thread ran them."""
+        lines: list[str] = []
         scattered = [add for add in self.adds if add.offset is None]
         if not scattered:
-            return _numbered(lines)
+            return lines
         guards = {add.guard for add in scattered}
         common = guards.pop() if len(guards) == 1 else ""
         indent = "    " if common else ""
@@ -201,7 +260,9 @@ class Strips:
         # thread (with unsigned indices, 10% of the forces' forward).
         rows = {}  # one prefetch per row: sites that differ in constant indices only share it
         for add in scattered:
-            rows.setdefault((add.view, *(code for code in add.indices if "rt_s" in code)), add)
+            if not add.flag:  # a flagged site's index buffers hold stale rows where it did not run
+                rows.setdefault((add.view, *(code for code in add.indices if "rt_s" in code)),
+                                add)
         adds = []
         for group in _component_pairs(scattered):
             add = group[0]
@@ -211,7 +272,10 @@ class Strips:
             else:
                 line = _add_line(add, add.indices)
             own = add.guard and add.guard != common
-            adds.append(f"{indent}    if {add.guard}: {line}" if own else f"{indent}    {line}")
+            conditions = ([add.guard] if own else []) + (
+                [f"{add.flag}[uint64(rt_s)]"] if add.flag else [])
+            adds.append(f"{indent}    if {' and '.join(conditions)}: {line}" if conditions
+                        else f"{indent}    {line}")
         lines.append(f"{indent}rt_ahead = max(rt_strip_end - rt_strip - {PREFETCH}, 0)")
         lines.append(f"{indent}for rt_s in range(rt_ahead):")
         for add in rows.values():
@@ -221,13 +285,16 @@ class Strips:
         lines += adds
         lines.append(f"{indent}for rt_s in range(rt_ahead, rt_strip_end - rt_strip):")
         lines += adds
-        return _numbered(lines)
+        return lines
 
-    def _buffer(self, code: str, dtype: str, lines: list[str], index: ir.Expr | None = None):
+    def _buffer(self, code: str, dtype: str, lines: list[str], index: ir.Expr | None = None,
+                shareable: bool = True):
         """The buffer holding ``code``'s value per thread of the strip (``index``: the IR of an
-        index code): shared with earlier sites when the code has one value all through a thread
-        (names assigned once, and pure builtins of those)."""
-        if index is not None:
+        index code): shared with other sites when the code has one value all through a thread
+        (names assigned once, and pure builtins of those) and ``shareable``."""
+        if not shareable:
+            shared = False
+        elif index is not None:
             shared = self._stable(index, 0)
         else:
             shared = _IDENTIFIER.fullmatch(code) is not None and (
@@ -332,7 +399,37 @@ def _distinct(a: DeferredAdd, b: DeferredAdd) -> bool:
 def _partners(a: DeferredAdd, b: DeferredAdd) -> bool:
     return (a.last is not None and b.last is not None and abs(b.last - a.last) == 1
             and a.view == b.view and a.sign == b.sign and a.guard == b.guard
-            and a.indices[:-1] == b.indices[:-1])
+            and a.flag == b.flag and a.indices[:-1] == b.indices[:-1])
+
+
+def _row_groups(offset_sites: list[DeferredAdd]) -> list[list[DeferredAdd]]:
+    """The offset sites in order, each grouped with the later ones that add into the same row at
+    the same offset (its other components), to be flushed by one loop. A site moves up to its
+    group past sites of other arrays and of other components of its own, which never add into
+    its elements: each element gets the same additions in the same order."""
+    pending = list(offset_sites)
+    groups: list[list[DeferredAdd]] = []
+    while pending:
+        group, passed = [pending.pop(0)], []
+        for b in pending:
+            if _same_row(group[0], b) and all(_never_same_element(s, b) for s in passed):
+                group.append(b)
+            else:
+                passed.append(b)
+        pending = passed
+        groups.append(group)
+    return groups
+
+
+def _same_row(a: DeferredAdd, b: DeferredAdd) -> bool:
+    return (a.view == b.view and a.offset == b.offset and a.unsigned == b.unsigned
+            and a.guard == b.guard and a.flag == b.flag and a.indices[:-1] == b.indices[:-1])
+
+
+def _never_same_element(a: DeferredAdd, b: DeferredAdd) -> bool:
+    """Whether sites ``a`` and ``b`` never add into one element: other arrays (deferred arrays
+    never overlap), or other components of one."""
+    return a.view != b.view or _distinct(a, b)
 
 
 def _pair_helper(add: DeferredAdd) -> str:
