@@ -53,6 +53,16 @@ def rope64(x: wp.array(dtype=wp.vec3d), rest: wp.float64, e: wp.array(dtype=wp.f
         e[i] = wp.float64(0.5) * stretch * stretch
 
 
+@wp.kernel
+def interior(u: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    n = u.shape[0]
+    m = u.shape[1]
+    if i > 0 and i < n - 1 and j > 0 and j < m - 1:
+        out[i, j] = wp.sin(u[i, j]) * wp.exp(u[i - 1, j]) + 0.1 * (
+            u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - 4.0 * u[i, j])
+
+
 def _flush(kernel, adjoint: bool) -> str:
     source = re.sub(r"\brt_s\d+\b", "rt_s", kernel.source())
     part = source.split(f"def {kernel.key.split('.')[-1]}_adjoint")[1 if adjoint else 0]
@@ -175,3 +185,33 @@ def test_values_read_across_branches_leave_the_adjoint_vectorized(tmp_path):
     # The replay's square roots, computed under each ``if``, are read by the reverse sweep
     # under its own ``if``: declared at the top of the thread body, the loop vectorizes.
     assert run_fresh(tmp_path, _SCRIPT) == ["True"]
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_branched_sites_in_other_rows_buffer_their_row(threading, mode):
+    """``u[i - 1, j]`` under a branch: the row is the same for all threads of the inner loop,
+    but captured where the branch ran it would leave the thread loop only on some iterations
+    (which keeps it scalar); the sites buffer their indices instead."""
+    threading(mode)
+    shape = (5, 2 * STRIP + 13)
+    rng = np.random.default_rng(6)
+    us = rng.standard_normal(shape).astype(np.float32)
+    seed = rng.standard_normal(shape).astype(np.float32)
+
+    def run():
+        u = wp.array(us, dtype=float, requires_grad=True)
+        out = wp.zeros(shape, dtype=float, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(interior, dim=shape, inputs=[u], outputs=[out])
+        tape.backward(grads={out: wp.array(seed, dtype=float)})
+        return u.grad.numpy()
+
+    got = run()
+    adjoints = [p.source.split("def interior_adjoint")[1] for p in interior._built.values()
+                if "def interior_adjoint" in p.source and "rt_strip" in p.source]
+    assert adjoints and all("rt_flag" in a and "rt_fix" not in a for a in adjoints)
+    if mode == "serial":
+        np.testing.assert_array_equal(got, debug_reference(run))
+    else:
+        np.testing.assert_allclose(got, debug_reference(run), rtol=1e-5, atol=1e-5)

@@ -154,7 +154,10 @@ class Strips:
         fixed = [constant(e) is not None for e in indices]
         at = max((k for k, is_fixed in enumerate(fixed) if not is_fixed), default=None)
         offset = None if at is None else thread_offset(indices[at], self.defs, self.var)
-        if offset is not None and all(fixed[k] or self._independent(indices[k], 0)
+        # Under a branch, an index that is the same for all threads but not a constant would be
+        # captured where the branch ran, a value the thread loop hands out of itself only on
+        # some iterations (then it does not vectorize): such a site buffers its indices instead.
+        if offset is not None and all(fixed[k] or (self._independent(indices[k], 0) and not level)
                                       for k in range(at)):
             flush_indices: list[str | None] = []
             for k, code in enumerate(codes):
