@@ -5,6 +5,7 @@ the same order, whichever branches ran; sites of one row at one offset share a f
 values the replay computes in a branch and the reverse sweep reads in its own branch no longer
 keep the adjoint's thread loop from vectorizing (``backends/cpu.py``)."""
 
+import pathlib
 import re
 import textwrap
 
@@ -15,7 +16,7 @@ import difftape as wp
 from difftape._src.codegen.strips import STRIP
 from tests.fdcheck import check_tape
 from tests.fresh_process import IR_OF, run_fresh
-from tests.kernels.modes import debug_reference
+from tests.kernels.modes import assert_matches_debug
 
 
 @wp.kernel
@@ -90,10 +91,7 @@ def test_branched_offset_sites_equal_adds_in_place(threading, mode, n):
         return f.numpy()
 
     got = run()
-    if mode == "serial":
-        np.testing.assert_array_equal(got, debug_reference(run))
-    else:  # chunks add in another order
-        np.testing.assert_allclose(got, debug_reference(run), rtol=1e-13, atol=1e-13)
+    assert_matches_debug(got, run, mode, 1e-13)
 
 
 @pytest.mark.parametrize("mode", ["serial", "auto"])
@@ -111,10 +109,7 @@ def test_branched_scattered_sites_equal_adds_in_place(threading, mode):
 
     assert "rt_flag" in _flush(scattered, adjoint=False)
     got = run()
-    if mode == "serial":
-        np.testing.assert_array_equal(got, debug_reference(run))
-    else:
-        np.testing.assert_allclose(got, debug_reference(run), rtol=1e-5, atol=1e-5)
+    assert_matches_debug(got, run, mode, 1e-5)
 
 
 @pytest.mark.parametrize("mode", ["serial", "auto"])
@@ -135,10 +130,7 @@ def test_rope_gradients_equal_the_per_thread_code(threading, mode):
         return x.grad.numpy()
 
     got = run()
-    if mode == "serial":
-        np.testing.assert_array_equal(got, debug_reference(run))
-    else:
-        np.testing.assert_allclose(got, debug_reference(run), rtol=1e-5, atol=1e-5)
+    assert_matches_debug(got, run, mode, 1e-5)
 
 
 def test_rope_gradients_match_finite_differences():
@@ -151,23 +143,15 @@ def test_rope_gradients_match_finite_differences():
 
 _SCRIPT = IR_OF + textwrap.dedent("""
     import re
+    import sys
     import numpy as np
     import difftape as wp
 
-    @wp.func
-    def bond(a: wp.vec3, b: wp.vec3, rest: float):
-        stretch = wp.length(a - b) - rest
-        return 0.5 * stretch * stretch
+    sys.path.insert(0, ROOT)
+    from benchmarks import common
 
-    @wp.kernel
-    def neighbours(x: wp.array(dtype=wp.vec3), e: wp.array(dtype=float)):
-        i = wp.tid()
-        total = float(0.0)
-        for k in range(1, 4):
-            if i + k < x.shape[0]:
-                total += bond(x[i], x[i + k], float(k) * 0.1)
-        e[i] = total
-
+    # three neighbours per point, each under its own if, through a @wp.func
+    neighbours = common.load_warp_style("zoo", wp, common.HERE + "/zoo.py").guarded_neighbours
     wp.config.cpu_parallel = "serial"
     n = 4096
     x = wp.array(np.random.default_rng(0).random((n, 3)).astype(np.float32), dtype=wp.vec3,
@@ -178,7 +162,7 @@ _SCRIPT = IR_OF + textwrap.dedent("""
         wp.launch(neighbours, dim=n, inputs=[x], outputs=[e])
     tape.backward(grads={e: wp.ones_like(e)})
     print(bool(re.search(r"fdiv <\\d+ x float>", ir_of(neighbours, adjoint=True))))
-""")
+""").replace("ROOT", repr(str(pathlib.Path(__file__).parents[2])))
 
 
 def test_values_read_across_branches_leave_the_adjoint_vectorized(tmp_path):
@@ -211,7 +195,4 @@ def test_branched_sites_in_other_rows_buffer_their_row(threading, mode):
     adjoints = [p.source.split("def interior_adjoint")[1] for p in interior._built.values()
                 if "def interior_adjoint" in p.source and "rt_strip" in p.source]
     assert adjoints and all("rt_flag" in a and "rt_fix" not in a for a in adjoints)
-    if mode == "serial":
-        np.testing.assert_array_equal(got, debug_reference(run))
-    else:
-        np.testing.assert_allclose(got, debug_reference(run), rtol=1e-5, atol=1e-5)
+    assert_matches_debug(got, run, mode, 1e-5)

@@ -11,7 +11,7 @@ import pytest
 import difftape as wp
 from difftape._src.codegen.strips import MAX_BUFFER_BYTES, MIN_STRIPPED, STRIP
 from tests.fdcheck import check_tape
-from tests.kernels.modes import debug_reference
+from tests.kernels.modes import assert_matches_debug
 
 
 @wp.kernel
@@ -320,10 +320,7 @@ def test_paired_components_equal_adds_in_place(threading, mode, strided):
         return f.numpy()
 
     got = run()
-    if mode == "serial":
-        np.testing.assert_array_equal(got, debug_reference(run))
-    else:  # chunks add in another order
-        np.testing.assert_allclose(got, debug_reference(run), rtol=1e-5, atol=1e-5)
+    assert_matches_debug(got, run, mode, 1e-5)
 
 
 @wp.kernel
@@ -366,10 +363,7 @@ def test_adjoint_pairs_components_across_rows_and_keeps_each_elements_order(thre
 
     rng_seed = rng.standard_normal(n)
     got = run()
-    if mode == "serial":
-        np.testing.assert_array_equal(got, debug_reference(run))
-    else:  # chunks add in another order
-        np.testing.assert_allclose(got, debug_reference(run), rtol=1e-4, atol=1e-4)
+    assert_matches_debug(got, run, mode, 1e-4)
 
 
 @pytest.mark.parametrize("mode", ["serial", "auto"])
