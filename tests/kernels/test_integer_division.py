@@ -1,4 +1,4 @@
-"""Integer ``%`` and ``//`` in kernels round toward zero as C does, give 0 for a divisor of 0, and
+"""Integer ``%``, ``//`` and ``/`` in kernels round toward zero as C does, give 0 for a divisor of 0, and
 never fault (x86's division does on 0, and on the most negative value over -1); compiled, each
 is one division instruction (``backends/cpu_math.py``)."""
 
@@ -12,10 +12,11 @@ from difftape._src.ops.arithmetic import truncated_quotient, truncated_remainder
 def _kernel(dtype):
     @wp.kernel
     def divide(a: wp.array(dtype=dtype), b: wp.array(dtype=dtype), q: wp.array(dtype=dtype),
-               r: wp.array(dtype=dtype)):
+               r: wp.array(dtype=dtype), s: wp.array(dtype=dtype)):
         i = wp.tid()
         q[i] = a[i] // b[i]
         r[i] = a[i] % b[i]
+        s[i] = a[i] / b[i]
 
     return divide
 
@@ -37,7 +38,8 @@ def test_integer_division_matches_the_python_definition(dtype):
     b = np.array([p[1] for p in pairs], np_type)
     q = wp.zeros(len(pairs), dtype=dtype)
     r = wp.zeros(len(pairs), dtype=dtype)
-    wp.launch(_KERNELS[dtype], len(pairs), inputs=[wp.array(a), wp.array(b)], outputs=[q, r])
+    s = wp.zeros(len(pairs), dtype=dtype)
+    wp.launch(_KERNELS[dtype], len(pairs), inputs=[wp.array(a), wp.array(b)], outputs=[q, r, s])
     wrap = 1 << (8 * np_type.itemsize)
 
     def typed(v):  # the Python definition's integer, wrapped to the kernel's type
@@ -48,3 +50,4 @@ def test_integer_division_matches_the_python_definition(dtype):
     want_r = [typed(truncated_remainder(int(x), int(y))) for x, y in zip(a, b)]
     assert q.numpy().tolist() == want_q
     assert r.numpy().tolist() == want_r
+    assert s.numpy().tolist() == want_q

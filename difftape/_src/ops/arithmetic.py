@@ -125,10 +125,7 @@ def adj_div(a, b, ret, adj_ret):
          sample={"a": (-9, 10), "b": (1, 5)}, reference=lambda a, b: int(np.trunc(a / b)))
 def div_int(a, b):
     """Return ``a / b`` rounded toward zero (C integer division); 0 when ``b`` is 0."""
-    if b == 0:
-        return a - a  # zero of a's type (a literal 0 would make Numba widen uint64 to float64)
-    q = abs(a) // abs(b)
-    return -q if (a < 0) != (b < 0) else q
+    return truncated_quotient(a, b)
 
 
 # --- Remainder and floor division -----------------------------------------------------------------
@@ -192,7 +189,7 @@ def floordiv_int(a, b):
 
 def truncated_remainder(a, b):
     if b == 0:
-        return a - a
+        return a - a  # zero of a's type (a literal 0 would make Numba widen uint64 to float64)
     r = abs(a) % abs(b)
     return -r if a < 0 else r
 
