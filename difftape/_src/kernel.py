@@ -292,8 +292,6 @@ def kernel(f=None, *, enable_backward: bool | None = None, module: object = None
 
 def _value_type(value) -> type:
     """The kernel type a generic scalar/vector argument takes (Python float → float32)."""
-    from . import dtypes
-
     if isinstance(value, np.generic):  # before float: np.float64 is a float subclass
         return dtypes.from_numpy_dtype(value.dtype)
     if isinstance(value, bool):
