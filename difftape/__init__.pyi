@@ -381,6 +381,12 @@ def inverse(m: Any) -> Any:
 def matmul(a: Any, b: Any) -> Any:
     """Matrix product ``a @ b``."""
 
+def matrix_from_cols(*cols: Any) -> Any:
+    """The matrix whose columns are the given vectors."""
+
+def matrix_from_rows(*rows: Any) -> Any:
+    """The matrix whose rows are the given vectors (Warp's replacement for ``wp.mat33(v, ...)``)."""
+
 def skew(v: Any) -> Any:
     """The cross-product matrix: ``skew(a) @ b == cross(a, b)``."""
 

@@ -80,6 +80,12 @@ CASES = {
          "v": (rng.uniform(-1, 1, (8, 3)).astype(np.float32), "vec3"),
          "out": (np.zeros((8, 3), np.float32), "vec3")},
         [("negative_components", 8, ["m", "v", "out"])], ["out"]),
+    "matrices-from-vectors": (
+        ["matrices_from_vectors"],
+        {"a": (rng.uniform(-1, 1, (6, 3)).astype(np.float32), "vec3"),
+         "b": (rng.uniform(-1, 1, (6, 3)).astype(np.float32), "vec3"),
+         "out": (np.zeros((6, 3, 3), np.float32), "mat33")},
+        [("matrices_from_vectors", 6, ["a", "b", "out"])], ["out"]),
     "atomic-extrema-ties": (
         ["atomic_extrema"],
         {"x": np.array([1, 5, 3, 5, -2, -2], np.float32), "hi": np.full(1, -10, np.float32),

@@ -81,11 +81,14 @@ def signatures(record: registry.Builtin) -> list[str]:
         return [f"{record.key}("
                 f"{', '.join(f'{n}: {param_spell(record, n, t, False)}' for n, t in ov.inputs)})"
                 f" -> {result_name(ov)}" for ov in record.overloads]
-    params = list(inspect.signature(record.forward).parameters)
+    sig = inspect.signature(record.forward)
+    params = list(sig.parameters)
+    variadic = any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values())
     lines = []
     for example in record.examples:
         result = record.match(example) if record.match else None
-        args = ", ".join(f"{n}: {dtypes.type_name(t)}" for n, t in zip(params, example))
+        names = [f"{params[0]}_{k}" for k in range(len(example))] if variadic else params
+        args = ", ".join(f"{n}: {dtypes.type_name(t)}" for n, t in zip(names, example))
         lines.append(f"{record.key}({args}) -> {dtypes.type_name(result)}")
     return lines or [f"{record.key}({', '.join(params)})"]
 
@@ -210,7 +213,9 @@ def stub_function(record: registry.Builtin, overloaded: bool) -> list[str]:
         extra = [f"{p.name}: Any = ..." for p in sig.parameters.values()
                  if p.kind == p.KEYWORD_ONLY]
         keyword = "*, " + ", ".join(extra) if extra else ""
-        params = ", ".join(filter(None, [stub_params(names, None), keyword]))
+        variadic = [f"*{p.name}: Any" for p in sig.parameters.values()
+                    if p.kind == p.VAR_POSITIONAL]
+        params = ", ".join(filter(None, [stub_params(names, None), *variadic, keyword]))
         defs.append((params, "Any"))
     lines = []
     for params, result in defs:

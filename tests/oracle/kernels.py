@@ -75,3 +75,11 @@ def negative_components(m: wp.array(dtype=wp.mat22), v: wp.array(dtype=wp.vec3),
     n = wp.mat22()
     n[c] = wp.vec2(b[c - 1], a[-1 - c, c])
     out[i] = b + r + wp.vec3(n[0, 0], n[1, 1], n[c, 0])
+
+
+def matrices_from_vectors(a: wp.array(dtype=wp.vec3), b: wp.array(dtype=wp.vec3),
+                          out: wp.array(dtype=wp.mat33)):
+    i = wp.tid()
+    rows = wp.matrix_from_rows(a[i], b[i], wp.cross(a[i], b[i]))
+    cols = wp.matrix_from_cols(b[i], a[i] * 2.0, a[i] - b[i])
+    out[i] = rows * cols

@@ -161,6 +161,24 @@ def outer(a, b):
     return [[x * y for y in b] for x in a]
 
 
+def _vectors_of_one_type(ts) -> bool:
+    return len(ts) >= 1 and C.vec(ts[0]) and all(t is ts[0] for t in ts)
+
+
+@composite(group=_MAT, match=lambda ts: C.mat_of(ts[0], len(ts), ts[0]._length)
+           if _vectors_of_one_type(ts) else None, examples=C.examples("v3,v3,v3", "v3,v3"))
+def matrix_from_rows(*rows):
+    """The matrix whose rows are the given vectors (Warp's replacement for ``wp.mat33(v, ...)``)."""
+    return [list(row) for row in rows]
+
+
+@composite(group=_MAT, match=lambda ts: C.mat_of(ts[0], ts[0]._length, len(ts))
+           if _vectors_of_one_type(ts) else None, examples=C.examples("v3,v3,v3", "v2,v2,v2"))
+def matrix_from_cols(*cols):
+    """The matrix whose columns are the given vectors."""
+    return [[col[r] for col in cols] for r in range(len(cols[0]))]
+
+
 @composite(group=_VEC, match=_same(lambda t: C.vec(t) or C.mat(t)),
            examples=C.examples("v3,v3", "m22,m22"))
 def cw_mul(a, b):
