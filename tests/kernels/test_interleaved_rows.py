@@ -109,3 +109,29 @@ _GUARDED_SCRIPT = IR_OF + textwrap.dedent("""
 def test_rows_read_under_a_branch_vectorize_without_gathers(tmp_path):
     # cpu_llvm.py: -enable-masked-interleaved-mem-accesses (1M rope segments 3.8 -> 0.66 ms)
     assert run_fresh(tmp_path, _GUARDED_SCRIPT) == ["True", "False", "True"]
+
+
+_STORED_SCRIPT = IR_OF + textwrap.dedent("""
+    import re
+    import numpy as np
+    import difftape as wp
+
+    @wp.kernel
+    def gram(m: wp.array(dtype=wp.mat33), out: wp.array(dtype=wp.mat33)):
+        i = wp.tid()
+        out[i] = wp.transpose(m[i]) * m[i]  # a mat33 row stored per thread
+
+    wp.config.cpu_parallel = "serial"
+    m = np.random.default_rng(0).random((4096, 3, 3)).astype(np.float32)
+    out = wp.zeros(4096, dtype=wp.mat33)
+    wp.launch(gram, dim=4096, inputs=[wp.array(m, dtype=wp.mat33)], outputs=[out])
+    widths = {int(w) for w in re.findall(r"<(\\d+) x float>", ir_of(gram))}
+    print(max(widths), bool(np.allclose(out.numpy(), m.transpose(0, 2, 1) @ m, rtol=1e-5)))
+""")
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
+                    reason="vector widths and LLVM's cost model differ on other CPUs")
+def test_forwards_storing_mat33_rows_vectorize_four_threads_at_a_time(tmp_path):
+    # codegen/strides.stores_interleaved_rows: 4 threads x 9 floats, not 16 x 9 (shuffles)
+    assert run_fresh(tmp_path, _STORED_SCRIPT) == ["36", "True"]

@@ -729,10 +729,13 @@ def _generate(kernel: ir.KernelIR, variant: Variant, origin: str, directions: tu
         runtime |= more_runtime
         constants.values.update(more_constants.values)
     header = _HEADER.format(version=_difftape_version, kernel=kernel.name, origin=origin)
+    wide = strides.wide_rows(body)
     options = ((cpu_llvm.NO_STRIDE_VERSIONING,) if strides.gathers_pay(body) else ()) + (
-        (cpu_llvm.NARROW_VECTORS,) if strides.wide_rows(body) else ())
+        (cpu_llvm.NARROW_VECTORS,) if wide else ())
     if options:
         header += f"LLVM_OPTIONS = {options!r}  # codegen/strides.py\n"
+    if not wide and strides.stores_interleaved_rows(body):
+        header += f"FORWARD_LLVM_OPTIONS = {(cpu_llvm.STORED_ROWS,)!r}  # codegen/strides.py\n"
     if runtime:
         header += f"from difftape._src.backends.cpu_runtime import {', '.join(sorted(runtime))}\n"
     imports = sorted(symbols) + sorted("adj_" + s for s in rules)
@@ -816,9 +819,10 @@ def build_program(kernel: ir.KernelIR, variant: Variant, origin: str) -> CpuProg
         module, path = _import(kernel.name, module_name, path, source)
     forward = getattr(module, naming.forward_function(kernel.name), None)
     adjoint = getattr(module, naming.adjoint_function(kernel.name), None)
-    for function in (forward, adjoint):
+    options = getattr(module, "LLVM_OPTIONS", ())
+    for function, extra in ((forward, getattr(module, "FORWARD_LLVM_OPTIONS", ())), (adjoint, ())):
         if function is not None:
-            cpu_llvm.compile_under(function, getattr(module, "LLVM_OPTIONS", ()))
+            cpu_llvm.compile_under(function, options + extra)
     return CpuProgram(forward, adjoint, source, path, variant, views)
 
 

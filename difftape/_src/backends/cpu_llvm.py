@@ -29,7 +29,8 @@ need masked interleaved groups, which LLVM leaves off by default on x86; the row
 
 ``compile_under`` sets an option for one generated module's compilation only:
 ``NO_STRIDE_VERSIONING`` where ``codegen/strides.py`` finds that gathers pay, ``NARROW_VECTORS``
-where it finds elements too wide to interleave.
+where it finds elements too wide to interleave, ``STORED_ROWS`` for the forward of a kernel that
+stores float32 mat33 rows.
 
 LLVM options are process-wide: other Numba code compiled in the same process is vectorized under
 the same limit and keeps its copy loops too (``docs/architecture.md``).
@@ -65,8 +66,10 @@ NO_STRIDE_VERSIONING = "-enable-mem-access-versioning=false"
 # Vectorize 2 threads at a time where threads access vector or matrix elements too wide to load as
 # one interleaved group: plain loads, not gathers (codegen/strides.py).
 NARROW_VECTORS = "-force-vector-width=2"
+# The forward of a kernel that stores float32 mat33 rows: 4 threads at a time (codegen/strides.py).
+STORED_ROWS = "-force-vector-width=4"
 _RESETS = {NO_STRIDE_VERSIONING: "-enable-mem-access-versioning=true",  # LLVM's defaults
-           NARROW_VECTORS: "-force-vector-width=0"}
+           NARROW_VECTORS: "-force-vector-width=0", STORED_ROWS: "-force-vector-width=0"}
 
 
 def compile_under(dispatcher, options: tuple[str, ...]) -> None:

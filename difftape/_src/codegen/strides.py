@@ -40,7 +40,8 @@ from ..frontend import ir
 WORK_PER_ROW_ACCESS = 8
 
 # Bytes of the widest vector or matrix element LLVM still loads as one interleaved group (a float32
-# mat33); wider ones (mat44, mat33d, transformd, spatial matrices) it gathers component by component.
+# mat33); wider ones (mat44, mat33d, transformd, spatial matrices) it gathers component by
+# component.
 WIDEST_INTERLEAVED = 36
 
 
@@ -81,12 +82,30 @@ def wide_rows(body: list[ir.Stmt]) -> bool:
         if isinstance(stmt, (ir.Store, ir.Atomic)) and _wide(stmt.array, stmt.indices):
             return True
         for root in ir.statement_exprs(stmt):
-            if any(isinstance(e, ir.Load) and _wide(e.array, e.indices) for e in ir.walk_expr(root)):
+            if any(isinstance(e, ir.Load) and _wide(e.array, e.indices)
+                   for e in ir.walk_expr(root)):
                 return True
     return False
 
 
 def _wide(array: ir.ArrayRef | None, indices: tuple[ir.Expr, ...]) -> bool:
     return (array is not None and composite.is_composite(array.dtype)
-            and array.dtype._length * dtypes.scalar_of(array.dtype).bits > 8 * WIDEST_INTERLEAVED
+            and _bytes(array.dtype) > WIDEST_INTERLEAVED
             and any(not isinstance(e, ir.Const) for e in indices[:array.ndim]))
+
+
+def stores_interleaved_rows(body: list[ir.Stmt]) -> bool:
+    """Whether threads store (plainly) vector or matrix elements of more than 32 bytes that LLVM
+    still interleaves (a float32 mat33). 16 threads at a time, the 144 floats of such a group
+    take long shuffles before the stores; 4 at a time the forward of 1M ``transpose(m) * m``
+    took 3.1-3.9 ms against 4.5-5.2 (warp-lang 2.9-3.6, at the memory's bandwidth). Forward
+    programs only: the elastic-energy workload's adjoint (it stores the gradient of each mat33)
+    ran slower 4 threads wide, 5.7 -> 6.6 ms."""
+    return any(isinstance(s, ir.Store) and s.array is not None
+               and composite.is_composite(s.array.dtype)
+               and 32 < _bytes(s.array.dtype) <= WIDEST_INTERLEAVED
+               for s in ir.walk_stmts(body))
+
+
+def _bytes(t: type) -> int:
+    return t._length * dtypes.scalar_of(t).bits // 8
