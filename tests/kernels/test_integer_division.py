@@ -1,6 +1,6 @@
-"""Integer ``%``, ``//`` and ``/`` in kernels round toward zero as C does, give 0 for a divisor of 0, and
-never fault (x86's division does on 0, and on the most negative value over -1); compiled, each
-is one division instruction (``backends/cpu_math.py``)."""
+"""Integer ``%``, ``//`` and ``/`` in kernels round toward zero as C does, give 0 for a divisor
+of 0, and never fault (x86's division does on 0, and on the most negative value over -1);
+compiled, each is one division instruction (``backends/cpu_math.py``)."""
 
 import numpy as np
 import pytest
