@@ -1,9 +1,10 @@
 """The CPU backend: assemble a kernel's generated module, cache it on disk, compile it with Numba.
 
 The launcher's thread loop lives inside the compiled function: rows ``lo:hi`` of the first launch
-dimension, nested loops for the others. The functions release the GIL, so ``chunks.py`` runs one
-launch as several calls on a thread pool. Each module is written once to a content-hashed ``.py``
-file and imported, so Numba's ``cache=True`` can reuse compiled code across processes.
+dimension, nested loops for the others (``cpu_loops.py``). The functions release the GIL, so
+``chunks.py`` runs one launch as several calls on a thread pool. Each module is written once to
+a content-hashed ``.py`` file and imported, so Numba's ``cache=True`` can reuse compiled code
+across processes.
 """
 
 from __future__ import annotations
@@ -23,20 +24,22 @@ from ..cache_files import cache_dir, kept_code, write_atomically
 from ..codegen import naming, strides
 from ..codegen.activity import analyze, scatter_sites
 from ..codegen.adjoint import AdjointWriter
-from ..codegen.emitter import ConstantPool, SourceBuilder, plus
+from ..codegen.emitter import ConstantPool, SourceBuilder
 from ..codegen.forward import PHASE_MARK, ForwardWriter
 from ..codegen.inline_rules import FLOAT32_ONLY
 from ..codegen.interchange import Interchange, parse_phase, phase_flow, stack_moves
 from ..codegen.interchange import plan as interchange_plan
 from ..codegen.offsets import RowWindow, definitions, row_window
-from ..codegen.signs import assigned, nonnegative_locals
+from ..codegen.signs import nonnegative_locals
 from ..codegen.splits import Split, interior_split
-from ..codegen.strips import MAX_BUFFER_BYTES, MIN_STRIPPED, STRIP, Strips, plan
+from ..codegen.strips import MAX_BUFFER_BYTES, STRIP, Strips, plan
 from ..codegen.structure import structure
 from ..errors import InternalError
 from ..frontend import ir
 from ..version import __version__ as _difftape_version
 from . import cpu_cache, cpu_index, cpu_llvm, cpu_numba_memo
+from .cpu_loops import (SwappedAdjoint, interchanged_adjoint_loops, interchanged_loops,
+                        thread_loops)
 from .cpu_runtime import FLUSH_DENORMALS
 from .cpu_symbols import runtime_stamp
 
@@ -120,101 +123,6 @@ cpu_llvm.apply()
 cpu_numba_memo.apply()
 
 
-def _thread_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, stacks: list[str],
-                  split: Split | None, bodies: list[list[str]], strips: Strips | None,
-                  lanes: bool = False) -> None:
-    """The per-thread loop nest over this chunk's rows ``lo:hi`` of the first dimension, each
-    thread running ``bodies[0]``; with a split, the innermost dimension's interior threads run
-    ``bodies[1]`` (``codegen/splits.py``), in a loop of their own before the edge threads.
-
-    With ``strips``, the last body defers adds (``codegen/strips.py``) and its loop runs in
-    strips, where it is long enough: a launch of ``(n, 4)`` has nothing to vectorize, and the
-    buffers and flush loops would double its cost. A shorter innermost loop runs ``bodies[0]``
-    from start to end instead (a deferring body is never the first in a multi-dimensional
-    launch: ``_write_bodies``).
-
-    With ``lanes`` (the bodies add into lane arrays of privates, ``ExprCoder.private``), every
-    innermost loop runs in strips too, each thread on its strip lane ``rt_lane``; the threads
-    outside a split's interior use lane 0."""
-    for line in stacks:
-        out.line(line)
-    last = variant.rank - 1
-    if last > 0:
-        out.line("for t0 in range(lo, hi):")
-        out.level += 1
-    for k in range(1, last):
-        out.line(f"for t{k} in range(dim{k}):")
-        out.level += 1
-    start, stop = ("lo", "hi") if last == 0 else ("0", f"dim{last}")
-    interior = (start, stop)
-    if split is not None:
-        lower = ", ".join(str(k) for k in split.lower)
-        ends = [f"{param}.shape[{axis}]{plus(offset + 1)}" if param is not None
-                else str(offset + 1) for param, axis, offset in split.upper]
-        out.line(f"rt_inner_lo = max({start}, {lower})" if lower else f"rt_inner_lo = {start}")
-        out.line(f"rt_inner_hi = max(rt_inner_lo, min({', '.join([stop] + ends)}))")
-        interior = ("rt_inner_lo", "rt_inner_hi")
-    if strips is None:
-        _loop(kernel, variant, out, *interior, bodies[-1], lanes)
-        _edges(kernel, variant, out, start, stop, split, bodies[0], lanes)
-        return
-    if len(bodies) == 1:  # one-dimensional, no split: every chunk of rows runs in strips
-        _strips(kernel, variant, out, start, stop, bodies[0], strips, lanes)
-        return
-    with out.block(f"if {interior[1]} - {interior[0]} >= {MIN_STRIPPED}:"):
-        _strips(kernel, variant, out, *interior, bodies[-1], strips, lanes)
-        _edges(kernel, variant, out, start, stop, split, bodies[0], lanes)
-    with out.block("else:"):
-        _loop(kernel, variant, out, start, stop, bodies[0], lanes)
-
-
-def _loop(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, start: str, stop: str,
-          body: list[str], lanes: bool) -> None:
-    if lanes:
-        _strips(kernel, variant, out, start, stop, body, None, lanes)
-        return
-    with out.block(f"for t{variant.rank - 1} in range({start}, {stop}):"):
-        _thread_body(kernel, variant, out, body)
-
-
-def _edges(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, start: str, stop: str,
-           split: Split | None, body: list[str], lanes: bool) -> None:
-    """The threads outside a split's interior, after it."""
-    if split is None:
-        return
-    last = variant.rank - 1
-    with out.block(f"for rt_edge in range({stop} - {start} - (rt_inner_hi - rt_inner_lo)):"):
-        out.line(f"t{last} = {start} + rt_edge")
-        out.line(f"if t{last} >= rt_inner_lo: t{last} += rt_inner_hi - rt_inner_lo")
-        _thread_body(kernel, variant, out, (["rt_lane = 0"] if lanes else []) + body)
-
-
-def _strips(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, start: str, stop: str,
-            body: list[str], strips: Strips | None, lanes: bool) -> None:
-    """The innermost loop in strips of ``STRIP`` threads: ``strips``' deferred adds are flushed
-    after each, and with ``lanes`` every thread knows its lane."""
-    last = variant.rank - 1
-    with out.block(f"for rt_strip in range({start}, {stop}, {STRIP}):"):
-        out.line(f"rt_strip_end = min(rt_strip + {STRIP}, {stop})")
-        with out.block(f"for t{last} in range(rt_strip, rt_strip_end):"):
-            lane = [f"rt_lane = t{last} - rt_strip"] if lanes else []
-            _thread_body(kernel, variant, out, lane + body)
-        for line in strips.flush() if strips is not None else ():
-            out.line(line)
-
-
-def _thread_body(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, lines: list[str]):
-    for k, _ in enumerate(kernel.tid_vars):
-        out.line(f"tid{k} = int32(t{k})")
-    if kernel.tid_flat:
-        flat = "t0"
-        for k in range(1, variant.rank):
-            flat = f"({flat} * dim{k} + t{k})"
-        out.line(f"tidflat = int32({flat})")
-    for line in lines:
-        out.line(line)
-
-
 _NARROW_FLOATS = (dtypes.float32, dtypes.float16)  # float16 scalars compute as float32
 
 
@@ -241,7 +149,7 @@ def _write_bodies(kernel: ir.KernelIR, bodies: list[list[ir.Stmt]], analysis,
     bodies share names, constants, replicas and stacks; one builder of code per body. With
     replica views ``deferrable``, the last body defers its adds into those views where it can
     (a lone body of a multi-dimensional launch is written twice, the second copy deferring:
-    ``_thread_loops`` runs the first where rows are short); the plan of what it deferred is
+    ``cpu_loops.thread_loops`` runs the first where rows are short); the plan of what it deferred is
     returned with the writer (None: nothing to defer)."""
     writer = _writer(kernel, bodies[0], analysis, variant, adjoint)
     writer.lanes = not variant.debug  # debug mode adds in thread order, as the reference
@@ -335,20 +243,6 @@ def _write_interchanged(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Intercha
     return writer, phases, bounds
 
 
-@dataclass
-class SwappedAdjoint:
-    """An interchanged adjoint (``codegen/interchange.py``): per strip, every thread's replay of
-    the code before the loop, the loop's replay with the strip's threads inside it, the code
-    after the loop (replay and reverse), the loop's reverse, the reverse of the code before."""
-
-    phases: list[list[str]]  # the five phases' per-thread lines
-    carried: dict[str, type]  # locals kept in strip arrays between phases and iterations
-    loads: list[list[str]]  # per phase: the carried locals it reads before assigning them
-    saves: list[list[tuple[str, str]]]  # per phase: (carried local, value code) it leaves
-    moves: list[dict[str, int]]  # per phase: how far it moves each stack's top (every thread)
-    parts: dict  # what the writer kept of the loop: its bounds and counters
-
-
 def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Interchange,
                                 analysis, variant: Variant):
     """The writer and the phases of an interchanged adjoint, or None where the stacks would
@@ -417,87 +311,6 @@ def _reads_locals(kernel: ir.KernelIR, loop: ir.For) -> bool:
     """Whether the loop's bounds read a local (then they are known only inside the strips)."""
     return any(isinstance(e, ir.Var) and e.name in kernel.locals
                for root in (loop.start, loop.stop, loop.step) for e in ir.walk_expr(root))
-
-
-def _interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder,
-                                setup: list[str], prologue: list[str], swap: SwappedAdjoint,
-                                writer) -> None:
-    """The thread loop of an interchanged adjoint: per strip, the five phases of
-    ``SwappedAdjoint``, the two loop phases with the strip's threads inside the loop. Every
-    thread pushes and pops the same values at the same points, so the stacks' tops are the
-    strip's (``rt_ftop``, ``rt_itop``) and each thread's value sits in its lane."""
-    for line in setup:
-        out.line(line)
-    kinds = [k for k, used in (("f", writer.uses_fstack), ("i", writer.uses_istack)) if used]
-    at = "uint64(rt_lane)"
-    parts, names = swap.parts, swap.parts["names"]
-    start, stop, step = names["start"], names["stop"], names["step"]
-
-    def threads(phase: int) -> None:
-        with out.block("for t0 in range(rt_strip, rt_strip_end):"):
-            loads = [f"{v} = rt_carry_{v}[{at}]" for v in swap.loads[phase]]
-            saves = [f"rt_carry_{v}[{at}] = {value}" for v, value in swap.saves[phase]]
-            _thread_body(kernel, variant, out, ["rt_lane = t0 - rt_strip"] + prologue + loads
-                         + swap.phases[phase] + saves)
-        for kind in kinds:
-            moves = swap.moves[phase][f"{kind}top"]
-            if moves:
-                out.line(f"rt_{kind}top {'+' if moves > 0 else '-'}= {abs(moves)}")
-
-    # The loop's bounds are the same in every thread and come from no local: the stacks get
-    # their room once, before the strips (growing them inside the loop over the strips kept
-    # LLVM from vectorizing the reverse sweep's loops: 10x slower).
-    bounds = parts["bounds"]
-    out.line(f"{start}, {stop}, {step} = {bounds['start']}, {bounds['stop']}, {bounds['step']}")
-    out.line(f"rt_trip = len(range({start}, {stop}, {step}))")
-    for kind in kinds:
-        n = swap.moves[1][f"{kind}top"]  # saved per iteration
-        if n:
-            writer.runtime.add("rt_reserve")
-            room = f"({swap.moves[0][f'{kind}top']} + rt_trip * {n} + {kind}slack) * {STRIP}"
-            out.line(f"if {room} > {kind}stack.shape[0]: "
-                     f"{kind}stack = rt_reserve({kind}stack, {room})")
-    with out.block(f"for rt_strip in range(lo, hi, {STRIP}):"):
-        out.line(f"rt_strip_end = min(rt_strip + {STRIP}, hi)")
-        for kind in kinds:
-            out.line(f"rt_{kind}top = 0")
-        threads(0)
-        with out.block(f"for {parts['counter']} in range({start}, {stop}, {step}):"):
-            threads(1)
-        threads(2)
-        with out.block(f"for {parts['reverse_counter']} in range(rt_trip - 1, -1, -1):"):
-            threads(3)
-        threads(4)
-
-
-def _interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder,
-                        setup: list[str], prologue: list[str], phases: list[SourceBuilder],
-                        bounds: tuple[str, str, str], swap: Interchange, writer) -> None:
-    """The thread loop of an interchanged forward: per strip, every thread's code before the
-    loop, then the loop with the strip's threads inside it, then every thread's code after.
-    Each phase starts from the ``prologue`` (typed zeros of names read before they are set),
-    then takes the carried locals back, as the thread would have found them."""
-    for line in setup:
-        out.line(line)
-    before = assigned(swap.pre)
-    at = "uint64(t0 - rt_strip)"
-    with out.block(f"for rt_strip in range(lo, hi, {STRIP}):"):
-        out.line(f"rt_strip_end = min(rt_strip + {STRIP}, hi)")
-        with out.block("for t0 in range(rt_strip, rt_strip_end):"):
-            saves = [f"rt_carry_{v}[{at}] = {v if v in before else writer.zero(t)}"
-                     for v, t in swap.carried.items()]
-            _thread_body(kernel, variant, out, prologue + phases[0].lines + saves)
-        out.line(f"rt_start, rt_stop, rt_step = {', '.join(bounds)}")
-        with out.block("for rt_it in range(rt_start, rt_stop, rt_step):"):
-            out.line(f"{swap.loop.var} = int32(rt_it)")
-            loads = [f"{v} = rt_carry_{v}[{at}]" for v in swap.carried]
-            changed = assigned(swap.loop.body)
-            saves = [f"rt_carry_{v}[{at}] = {v}" for v in swap.carried if v in changed]
-            with out.block("for t0 in range(rt_strip, rt_strip_end):"):
-                _thread_body(kernel, variant, out, prologue + loads + phases[1].lines + saves)
-        with out.block("for t0 in range(rt_strip, rt_strip_end):"):
-            loads = [f"{v} = rt_carry_{v}[{at}]" for v in swap.carried]
-            _thread_body(kernel, variant, out, prologue + loads + phases[2].lines)
 
 
 def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint: bool):
@@ -640,12 +453,12 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
                 or (k.startswith("adj_") and k in named) or k in outlive}
     writer.declarations(prologue, declared)
     if swapped_adjoint:
-        _interchanged_adjoint_loops(kernel, variant, out, setup, prologue.lines, swap, writer)
+        interchanged_adjoint_loops(kernel, variant, out, setup, prologue.lines, swap, writer)
     elif swap is not None:
-        _interchanged_loops(kernel, variant, out, setup, prologue.lines, inners, bounds, swap,
+        interchanged_loops(kernel, variant, out, setup, prologue.lines, inners, bounds, swap,
                             writer)
     else:
-        _thread_loops(kernel, variant, out, setup, split,
+        thread_loops(kernel, variant, out, setup, split,
                       [prologue.lines + inner.lines for inner in inners], strips,
                       lanes=bool(writer.laned))
     out.level = function_level
