@@ -75,7 +75,7 @@ class Kernel:
         module_options(self.module)
         self._ir: ir.KernelIR | None = None
         self._lowered: ir.KernelIR | None = None  # before unrolling, debug checks included
-        self._debug_ir: ir.KernelIR | None = None  # _ir with the debug checks (None: not built)
+        self._debug_ir: ir.KernelIR | None = None  # _ir with its debug checks (_ir if none)
         self._ir_unroll: tuple[int, object] = (-1, None)  # (options epoch, max_unroll) of _ir
         self._programs: dict[tuple, cpu.CpuProgram] = {}  # by launch state (options included)
         self._recent: dict[tuple, cpu.CpuProgram] = {}  # by (launch state, options epoch)
@@ -150,8 +150,10 @@ class Kernel:
             self._lowered = lower_kernel(self.func, self.key, self._concrete)
         unroll = self.option("max_unroll")
         if self._ir is None or self._ir_unroll[1] != unroll:
-            self._ir = unroll_static_loops(without_checks(self._lowered), int(unroll or 0))
-            self._debug_ir = None
+            released = without_checks(self._lowered)
+            self._ir = unroll_static_loops(released, int(unroll or 0))
+            # Debug programs share it unless the kernel has checks (built on first need).
+            self._debug_ir = self._ir if released is self._lowered else None
             self._scatters = None
         self._ir_unroll = (epoch, unroll)
         return self._ir
@@ -162,9 +164,7 @@ class Kernel:
         if not debug:
             return release
         if self._debug_ir is None:
-            has_checks = without_checks(self._lowered) is not self._lowered
-            self._debug_ir = (unroll_static_loops(self._lowered, int(self._ir_unroll[1] or 0))
-                              if has_checks else release)
+            self._debug_ir = unroll_static_loops(self._lowered, int(self._ir_unroll[1] or 0))
         return self._debug_ir
 
     @property
