@@ -207,10 +207,12 @@ _ONE_REDUCTION = IR_OF + textwrap.dedent("""
 
 def test_sine_and_cosine_of_one_angle_share_one_reduction(tmp_path):
     """quat_from_axis_angle takes sin and cos of the half angle, and its adjoint needs both again:
-    four argument reductions, which generated code spells so that LLVM folds them into one (as
-    many floor calls as a kernel with a single sine). A fresh cache: Numba cannot inspect cached
+    four argument reductions, which generated code spells so that LLVM folds them into one (no
+    more floor calls than a kernel with a single sine). A fresh cache: Numba cannot inspect cached
     code."""
     sine_forward, sine_adjoint, rotation_forward, rotation_adjoint = map(
         int, run_fresh(tmp_path, _ONE_REDUCTION))
-    assert sine_forward > 0 and sine_adjoint > 0
-    assert (rotation_forward, rotation_adjoint) == (sine_forward, sine_adjoint)
+    assert sine_forward > 0 and sine_adjoint > 0 and rotation_forward > 0 and rotation_adjoint > 0
+    # LLVM may version the two loops differently (AMD Zen 3: the sine's loop has a vectorized
+    # epilogue, the rotation's not); unfolded, the rotation would have four times the sine's.
+    assert rotation_forward <= sine_forward and rotation_adjoint <= sine_adjoint
