@@ -99,3 +99,132 @@ def test_one_dimensional_split_with_threads(mode):
     np.add.at(grad, np.maximum(np.arange(n) - 1, 0), xs)
     np.add.at(grad, np.minimum(np.arange(n) + 1, n - 1), 1.0)
     np.testing.assert_allclose(x.grad.numpy(), grad, rtol=1e-13)
+
+
+# ---------------------------------------------------------------- guards on the thread index
+
+
+@wp.kernel
+def laplacian(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), n: int):
+    i = wp.tid()
+    if i >= n:
+        return
+    if i > 0 and i < x.shape[0] - 1:
+        y[i] = x[i - 1] - 2.0 * x[i] + x[i + 1]
+
+
+def laplacian_reference(xs: np.ndarray, dim: int, n: int) -> np.ndarray:
+    y = np.zeros(dim)
+    for i in range(min(dim, n)):
+        if 0 < i < xs.shape[0] - 1:
+            y[i] = xs[i - 1] - 2.0 * xs[i] + xs[i + 1]
+    return y
+
+
+@wp.kernel
+def comparisons(x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64), n: int):
+    """Every comparison operator, either operand order, against constants, shapes and ``n``;
+    each condition that holds adds its own power of two."""
+    i = wp.tid()
+    m = x.shape[0]
+    k = i + 2
+    s = wp.float64(0.0)
+    if k < m:
+        s += 1.0
+    if 3 <= i:
+        s += 2.0
+    if i != 5:
+        s += 4.0
+    if i == m - 1:
+        s += 8.0
+    if n > i:
+        s += 16.0
+    if i - 1 >= 0:
+        s += 32.0
+    if i <= n - 2:
+        s += 64.0
+    if i > n:
+        s += 128.0
+    if i < 4 or i >= m - 3:
+        s += 256.0
+    if not (i > 1):
+        s += 512.0
+    if i + 1 == 3:
+        s += 1024.0
+    if m - 2 != i - 1:
+        s += 2048.0
+    if 6 > i:
+        s += 4096.0
+    out[i] = s * x[i]
+
+
+def comparisons_reference(xs: np.ndarray, dim: int, n: int) -> np.ndarray:
+    m = xs.shape[0]
+    out = np.zeros(dim)
+    for i in range(dim):
+        conditions = [i + 2 < m, 3 <= i, i != 5, i == m - 1, n > i, i - 1 >= 0, i <= n - 2,
+                      i > n, i < 4 or i >= m - 3, not i > 1, i + 1 == 3, m - 2 != i - 1, 6 > i]
+        out[i] = sum(2.0 ** b for b, c in enumerate(conditions) if c) * xs[i]
+    return out
+
+
+def test_guards_of_the_thread_index_are_split():
+    forward = laplacian.source().split("def laplacian_adjoint")[0]
+    assert "rt_inner_lo = max(lo, 1)" in forward
+    assert "min(hi, n, x.shape[0] - 1)" in forward
+    interior = forward.split("for t0 in range(rt_inner_lo, rt_inner_hi):")[1].split("rt_edge")[0]
+    assert "if " not in interior  # the return and the branch are decided there
+    # i - 1 >= 0 inside: read unsigned, from the loop counter
+    assert "x[uint64(t0 - 1)]" in interior
+    edges = forward.split("for rt_edge in")[1]
+    assert "if (i >= n):" in edges
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_guarded_values_at_every_size(threading, mode):
+    threading(mode)
+    rng = np.random.default_rng(7)
+    for size in (1, 2, 3, 5, 9, 40, 1100):
+        xs = rng.integers(-9, 9, size).astype(np.float64)
+        x = wp.array(xs, dtype=wp.float64)
+        for dim in sorted({1, max(size - 2, 1), size}):
+            for n in (-3, 0, 1, 2, size // 2, size - 1, size, size + 5):
+                y = wp.zeros(dim, dtype=wp.float64)
+                wp.launch(laplacian, dim=dim, inputs=[x], outputs=[y, n])
+                np.testing.assert_array_equal(y.numpy(), laplacian_reference(xs, dim, n),
+                                              err_msg=f"size {size} dim {dim} n {n}")
+                out = wp.zeros(dim, dtype=wp.float64)
+                wp.launch(comparisons, dim=dim, inputs=[x], outputs=[out, n])
+                np.testing.assert_array_equal(out.numpy(), comparisons_reference(xs, dim, n),
+                                              err_msg=f"size {size} dim {dim} n {n}")
+
+
+@pytest.mark.parametrize("size", [2, 3, 8, 21])
+def test_guarded_gradients_match_finite_differences(size):
+    rng = np.random.default_rng(size)
+
+    def run(a):
+        wp.launch(laplacian, dim=size, inputs=[a["x"]], outputs=[a["y"], size - 1])
+        wp.launch(comparisons, dim=size, inputs=[a["y"]], outputs=[a["out"], size // 2])
+
+    check_tape(run, {"x": rng.standard_normal(size)}, {"y": np.zeros(size), "out": np.zeros(size)},
+               {"x": wp.float64, "y": wp.float64, "out": wp.float64})
+
+
+@wp.kernel
+def guarded_powers(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), m: int, n: int):
+    i = wp.tid()
+    p = wp.float64(1.0)
+    for j in range(m):  # one trip count for all: run across the strip's threads (interchange.py)
+        p = p * x[i]
+    if i < n:
+        y[i] = p
+
+
+def test_guards_leave_loop_interchange_alone():
+    source = guarded_powers.source().split("def guarded_powers_adjoint")[0]
+    assert "rt_carry_" in source and "rt_inner" not in source
+    x = wp.array([2.0, 3.0, 1.5, 4.0], dtype=wp.float64)
+    y = wp.zeros(4, dtype=wp.float64)
+    wp.launch(guarded_powers, dim=4, inputs=[x], outputs=[y, 2, 3])
+    np.testing.assert_array_equal(y.numpy(), [4.0, 9.0, 2.25, 0.0])

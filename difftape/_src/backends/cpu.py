@@ -144,13 +144,15 @@ def _writer(kernel: ir.KernelIR, body: list[ir.Stmt], analysis, variant: Variant
 
 
 def _write_bodies(kernel: ir.KernelIR, bodies: list[list[ir.Stmt]], analysis,
-                  variant: Variant, adjoint: bool, deferrable: set[str] = frozenset()):
+                  variant: Variant, adjoint: bool, deferrable: set[str] = frozenset(),
+                  floor: tuple[str, int] | None = None):
     """One writer over every body (the plain one, and a split's interior copy), so that the
     bodies share names, constants, replicas and stacks; one builder of code per body. With
     replica views ``deferrable``, the last body defers its adds into those views where it can
     (a lone body of a multi-dimensional launch is written twice, the second copy deferring:
     ``cpu_loops.thread_loops`` runs the first where rows are short); the plan of what it deferred is
-    returned with the writer (None: nothing to defer)."""
+    returned with the writer (None: nothing to defer). ``floor``: a split's thread index and
+    the least value it has in the interior copy (``ExprCoder.thread_floor``)."""
     writer = _writer(kernel, bodies[0], analysis, variant, adjoint)
     writer.lanes = not variant.debug  # debug mode adds in thread order, as the reference
     inners, reverse_lines = [], []
@@ -165,6 +167,7 @@ def _write_bodies(kernel: ir.KernelIR, bodies: list[list[ir.Stmt]], analysis,
         writer.nonnegative = plain if k == 0 else plain | nonnegative_locals(kernel, body)
         writer.thread_defs = plain_defs if body is bodies[0] else definitions(
             body, analysis.single_assigned)
+        writer.thread_floor = floor if body is not bodies[0] else None
         writer.in_reverse, writer.depth = False, 0
         writer.versions.clear()  # accumulators start under their own names in every body,
         writer.fresh, writer.touched = adjoint, set()  # zeroed by the body's prologue
@@ -318,22 +321,28 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
     split = None if variant.debug else interior_split(
         body, kernel, variant.rank, analysis.single_assigned, analysis.in_loop)
     swap = None
-    if not variant.debug and split is None and not _scalar_param_copies(kernel, body):
+    if not variant.debug and (split is None or split.guards_only) and \
+            not _scalar_param_copies(kernel, body):
         swap = interchange_plan(kernel, body, variant.rank, analysis.single_assigned)
+        if swap is not None:
+            split = None  # a loop run across threads gains more than guards taken out
     if swap is not None and not adjoint:
         writer, phases, bounds = _write_interchanged(kernel, body, swap, analysis, variant)
         return _finish(kernel, body, variant, adjoint, analysis, writer, phases, None, None,
                        swap, bounds)
-    bodies = [body]
+    bodies, floor = [body], None
     if split is not None:
         analysis.in_loop |= split.in_loop
         bodies.append(split.body)
-    writer, inners, strips = _write_bodies(kernel, bodies, analysis, variant, adjoint)
+        floor = (split.var, max([0] + split.lower))
+    writer, inners, strips = _write_bodies(kernel, bodies, analysis, variant, adjoint,
+                                           floor=floor)
     if adjoint and writer.pushed:
         # Save only what the reverse sweep reads: a second generation leaves out the rest.
         analysis.unsaved = writer.pushed - _reverse_reads(writer.reverse_lines)
         if analysis.unsaved:
-            writer, inners, strips = _write_bodies(kernel, bodies, analysis, variant, adjoint)
+            writer, inners, strips = _write_bodies(kernel, bodies, analysis, variant, adjoint,
+                                                   floor=floor)
     if swap is not None:
         swapped = _write_interchanged_adjoint(kernel, body, swap, analysis, variant)
         if swapped is not None:
@@ -345,7 +354,8 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
         deferrable = {naming.replica_view(array) for array in writer.replicas
                       if _only_through_replica(array, lines, writer)}
         if deferrable:
-            deferred = _write_bodies(kernel, bodies, analysis, variant, adjoint, deferrable)
+            deferred = _write_bodies(kernel, bodies, analysis, variant, adjoint, deferrable,
+                                     floor)
             if deferred[2] is not None and deferred[2].pays(bodies[-1]):
                 writer, inners, strips = deferred
             else:

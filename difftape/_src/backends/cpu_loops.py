@@ -50,8 +50,9 @@ def thread_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, stac
     interior = (start, stop)
     if split is not None:
         lower = ", ".join(str(k) for k in split.lower)
-        ends = [f"{param}.shape[{axis}]{plus(offset + 1)}" if param is not None
-                else str(offset + 1) for param, axis, offset in split.upper]
+        ends = [str(offset + 1) if param is None else f"{param}{plus(offset + 1)}"
+                if axis is None else f"{param}.shape[{axis}]{plus(offset + 1)}"
+                for param, axis, offset in split.upper]
         out.line(f"rt_inner_lo = max({start}, {lower})" if lower else f"rt_inner_lo = {start}")
         out.line(f"rt_inner_hi = max(rt_inner_lo, min({', '.join([stop] + ends)}))")
         interior = ("rt_inner_lo", "rt_inner_hi")

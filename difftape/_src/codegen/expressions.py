@@ -57,6 +57,9 @@ class ExprCoder:
         # index plus a constant is then spelled from the int64 loop counter (``thread_index``).
         self.thread_defs: dict[str, ir.Expr] | None = None
         self.rank = 1
+        # (thread index, k) while writing a split's interior copy (``splits.py``), where that
+        # index is >= k: ``i - 1`` is then >= 0 for k >= 1.
+        self.thread_floor: tuple[str, int] | None = None
         self.site: ir.Stmt | None = None  # statement being emitted, for debug messages
         self.declared: dict[str, type] = {}
         self.symbols: set[str] = set()  # builtin symbols the module must import
@@ -225,7 +228,17 @@ class ExprCoder:
         skips its negative-index wraparound (``signs.py``): when it is provably >= 0 (LLVM
         then sees consecutive accesses), or read from arrays (a gather or scatter index)."""
         return getattr(index.type, "kind", None) == "int" and (
-            is_nonnegative(index, self.nonnegative) or reads_arrays(index, self.gathered))
+            is_nonnegative(index, self.nonnegative) or reads_arrays(index, self.gathered)
+            or self.above_floor(index))
+
+    def above_floor(self, index: ir.Expr) -> bool:
+        """Whether ``index`` is the thread index plus a constant that ``thread_floor`` keeps
+        >= 0."""
+        if self.thread_floor is None or self.thread_defs is None:
+            return False
+        var, floor = self.thread_floor
+        offset = thread_offset(index, self.thread_defs, var)
+        return offset is not None and floor + offset >= 0
 
     def thread_index(self, index: ir.Expr) -> str | None:
         """``index`` spelled from the thread loop's int64 counter (``t0 + 1`` for ``i + 1``)

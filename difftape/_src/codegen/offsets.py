@@ -57,10 +57,12 @@ def thread_offset(e: ir.Expr, defs: dict[str, ir.Expr], var: str) -> int | None:
     return w.lo if w is not None and w.lo == w.hi and not w.guards else None
 
 
-def invariant(e: ir.Expr, defs: dict[str, ir.Expr]) -> Guard | None:
+def invariant(e: ir.Expr, defs: dict[str, ir.Expr],
+              scalars: frozenset[str] = frozenset()) -> Guard | None:
     """``e`` as ``(param, axis, offset)``, ``param.shape[axis] + offset``, or ``(None, 0, value)``
-    for a constant; None for anything else."""
-    return _invariant(e, defs, 0)
+    for a constant, or ``(name, None, offset)``, ``name + offset`` for a scalar parameter listed
+    in ``scalars`` (one the body never assigns); None for anything else."""
+    return _invariant(e, defs, 0, scalars)
 
 
 _MAX_DEPTH = 32  # definitions chain through locals; this bounds the walk
@@ -130,7 +132,8 @@ def _min(a, b) -> RowWindow | None:
     return RowWindow(lo, w.hi, w.guards | {(param, axis, lo - 1 - offset)})
 
 
-def _invariant(e: ir.Expr, defs, depth: int) -> tuple[str | None, int, int] | None:
+def _invariant(e: ir.Expr, defs, depth: int,
+               scalars: frozenset[str] = frozenset()) -> tuple[str | None, int | None, int] | None:
     if depth > _MAX_DEPTH or not dtypes.is_int(e.type):
         return None
     c = constant(e)
@@ -139,13 +142,15 @@ def _invariant(e: ir.Expr, defs, depth: int) -> tuple[str | None, int, int] | No
     if isinstance(e, ir.Shape):
         return None if e.array.prefix else (e.array.param, e.axis, 0)
     if isinstance(e, ir.Var):
+        if e.name in scalars:
+            return (e.name, None, 0)
         value = defs.get(e.name)
-        return None if value is None else _invariant(value, defs, depth + 1)
+        return None if value is None else _invariant(value, defs, depth + 1, scalars)
     if isinstance(e, ir.Cast):
-        return _invariant(e.value, defs, depth + 1) if _widening(e) else None
+        return _invariant(e.value, defs, depth + 1, scalars) if _widening(e) else None
     if isinstance(e, ir.Call) and e.builtin.key in ("add", "sub"):
         shift = constant(e.args[1])
-        base = _invariant(e.args[0], defs, depth + 1)
+        base = _invariant(e.args[0], defs, depth + 1, scalars)
         if shift is not None and base is not None and base[0] is not None:
             return (base[0], base[1], base[2] + (shift if e.builtin.key == "add" else -shift))
     return None

@@ -1,4 +1,5 @@
-"""Index-set splitting of the innermost thread loop, for clamped neighbour indices.
+"""Index-set splitting of the innermost thread loop, for clamped neighbour indices and for
+conditions on the thread index.
 
 ``u[i, max(j - 1, 0)]`` and ``u[i, min(j + 1, m - 1)]`` are not affine in the thread index, so
 LLVM reads them with gathers and cannot tell that iteration ``j``'s adds and iteration ``j + 1``'s
@@ -12,6 +13,15 @@ threads run changes, which kernels cannot observe).
 A clamp qualifies when one operand is ``j + c`` (through single-assigned locals) and the other
 is a constant (``max``, or ``clamp``'s lower bound) or ``a.shape[k] + c`` / a constant (``min``,
 or ``clamp``'s upper bound).
+
+Guards are split the same way: ``if i < n - 1:`` (a rope's segments), ``if i + k < x.shape[0]:``,
+``if i > 0 and i < n - 1:`` (a stencil's interior), ``if tid >= n: return``. A comparison of
+``j + c`` with a constant has one value for every ``j`` from some constant on, and a comparison
+with ``a.shape[k] + c`` or a scalar int parameter ``n + c`` (one the body never assigns) has one
+value for every ``j`` up to that bound; the interior copy has the comparison's value there, and
+branches whose condition that decides are replaced by the branch taken (``return``'s flags
+included). Under a branch LLVM vectorizes loads of rows only with masked interleaved groups,
+which AVX2 lacks: on an AMD Zen 3 core the loops stayed scalar.
 """
 
 from __future__ import annotations
@@ -21,8 +31,14 @@ from dataclasses import dataclass
 
 from .. import dtypes
 from ..frontend import ir
-from .offsets import Guard as Bound
 from .offsets import constant, definitions, invariant, thread_offset
+from .signs import assigned
+
+# An upper bound of the interior: ``(param, axis, offset)``, ``param.shape[axis] + offset``;
+# ``(None, 0, value)``, a constant; ``(name, None, offset)``, scalar parameter ``name + offset``.
+Bound = tuple[str | None, int | None, int]
+
+_FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
 
 
 @dataclass
@@ -35,6 +51,7 @@ class Split:
     upper: list[Bound]
     body: list[ir.Stmt]
     in_loop: set[int]  # id() of the new body's statements that are inside kernel loops
+    guards_only: bool = False  # no clamp was found, only comparisons
 
 
 def interior_split(body: list[ir.Stmt], kernel: ir.KernelIR, rank: int,
@@ -44,7 +61,7 @@ def interior_split(body: list[ir.Stmt], kernel: ir.KernelIR, rank: int,
     if var is None:
         return None
     defs = definitions(body, single_assigned)
-    finder = _ClampFinder(var, defs)
+    finder = _EdgeFinder(var, defs, _unassigned_int_scalars(kernel, body))
     for s in ir.walk_stmts(body):
         for root in ir.statement_exprs(s):
             for e in ir.walk_expr(root):
@@ -52,8 +69,9 @@ def interior_split(body: list[ir.Stmt], kernel: ir.KernelIR, rank: int,
     if not finder.replace:
         return None
     copier = _Copier(finder.replace, in_loop)
-    new_body = copier.copy(body)
-    return Split(var, finder.lower, finder.upper, new_body, copier.in_loop)
+    new_body = copier.decided(copier.copy(body), {})
+    return Split(var, finder.lower, finder.upper, new_body, copier.in_loop,
+                 guards_only=not finder.clamps)
 
 
 def innermost_thread_index(kernel: ir.KernelIR, rank: int) -> str | None:
@@ -64,15 +82,28 @@ def innermost_thread_index(kernel: ir.KernelIR, rank: int) -> str | None:
     return f"tid{rank - 1}" if len(kernel.tid_vars) == rank else None
 
 
-class _ClampFinder:
-    def __init__(self, var: str, defs: dict[str, ir.Expr]):
-        self.var, self.defs = var, defs
-        self.replace: dict[int, ir.Expr] = {}  # id(call) → its pass-through operand
+def _unassigned_int_scalars(kernel: ir.KernelIR, body: list[ir.Stmt]) -> frozenset[str]:
+    """Signed integer scalar parameters that ``body`` never assigns: the same in every thread."""
+    scalars = {p.symbol for p in kernel.flat_params()
+               if not p.is_array and dtypes.is_int(p.dtype) and p.dtype.kind == "int"}
+    return frozenset(scalars - {s.target for s in ir.walk_stmts(body) if isinstance(s, ir.Assign)})
+
+
+class _EdgeFinder:
+    def __init__(self, var: str, defs: dict[str, ir.Expr], scalars: frozenset[str]):
+        self.var, self.defs, self.scalars = var, defs, scalars
+        self.replace: dict[int, ir.Expr] = {}  # id(call) → its pass-through operand or value
         self.lower: list[int] = []
         self.upper: list[Bound] = []
+        self.clamps = False
 
     def visit(self, e: ir.Expr) -> None:
-        if not isinstance(e, ir.Call) or id(e) in self.replace or not dtypes.is_int(e.type):
+        if not isinstance(e, ir.Call) or id(e) in self.replace:
+            return
+        if e.builtin.key in _FLIPPED and e.type is dtypes.bool_:
+            self.comparison(e)
+            return
+        if not dtypes.is_int(e.type):
             return
         key, args = e.builtin.key, e.args
         if key == "max" or key == "min":
@@ -85,12 +116,14 @@ class _ClampFinder:
                     if k is not None:  # max(j + c, k) = j + c when j >= k - c
                         self.lower.append(k - c)
                         self.replace[id(e)] = x
+                        self.clamps = True
                         return
                 else:
                     m = self.invariant(other)
                     if m is not None:  # min(j + c, m) = j + c when j <= m - c
                         self.upper.append((m[0], m[1], m[2] - c))
                         self.replace[id(e)] = x
+                        self.clamps = True
                         return
         elif key == "clamp":  # min(max(lo, x), hi)
             x, lo, hi = args
@@ -99,12 +132,36 @@ class _ClampFinder:
                 self.lower.append(k - c)
                 self.upper.append((m[0], m[1], m[2] - c))
                 self.replace[id(e)] = x
+                self.clamps = True
+
+    def comparison(self, e: ir.Call) -> None:
+        """``j + c OP b``: with a constant ``b`` its value for every ``j >= lower``, with an
+        invariant non-constant ``b`` its value for every ``j <= upper``."""
+        key, (left, right) = e.builtin.key, e.args
+        if not (dtypes.is_int(left.type) and dtypes.is_int(right.type)):
+            return
+        c, other = self.offset(left), right
+        if c is None:
+            key, c, other = _FLIPPED[key], self.offset(right), left
+        b = None if c is None else self.invariant(other)
+        if b is None:
+            return
+        if b[0] is None:  # j + c OP k: j + c > k from j = k - c + 1 on, j + c < k false from k - c
+            k = b[2]
+            first = k - c + (0 if key in ("ge", "lt") else 1)
+            value = key in ("gt", "ge", "ne")
+            self.lower.append(first)
+        else:  # j + c OP m: j + c < m up to j = m - c - 1
+            last = b[2] - c - (0 if key in ("le", "gt") else 1)
+            value = key in ("lt", "le", "ne")
+            self.upper.append((b[0], b[1], last))
+        self.replace[id(e)] = ir.Const(dtypes.bool_, value)
 
     def offset(self, e: ir.Expr) -> int | None:
         return thread_offset(e, self.defs, self.var)
 
     def invariant(self, e: ir.Expr) -> Bound | None:
-        return invariant(e, self.defs)
+        return invariant(e, self.defs, self.scalars)
 
 
 class _Copier:
@@ -131,3 +188,56 @@ class _Copier:
                 self.in_loop.add(id(new))
             return new
         return value
+
+    def decided(self, stmts: list[ir.Stmt], known: dict[str, bool]) -> list[ir.Stmt]:
+        """``stmts`` with each ``If`` whose condition the constants decide (comparisons replaced
+        by their interior value, flags assigned a constant earlier in the block) replaced by the
+        branch taken. ``known``: bool locals' values at the block's start (updated as it goes)."""
+        out: list[ir.Stmt] = []
+        pending = list(stmts)
+        while pending:
+            s = pending.pop(0)
+            new = s
+            if isinstance(s, ir.If):
+                cond = _folded(s.cond, known)
+                if isinstance(cond, ir.Const):
+                    pending[:0] = s.body if cond.value else s.orelse
+                    continue
+                new = dataclasses.replace(s, cond=cond, body=self.decided(s.body, dict(known)),
+                                          orelse=self.decided(s.orelse, dict(known)))
+            elif isinstance(s, (ir.For, ir.While)):  # flags may change from one iteration on
+                new = dataclasses.replace(s, body=self.decided(s.body, {}))
+            if new is not s and id(s) in self.in_loop:
+                self.in_loop.add(id(new))
+            for name in assigned([new]):
+                known.pop(name, None)
+            if isinstance(new, ir.Assign) and isinstance(new.value, ir.Const) and \
+                    new.value.type is dtypes.bool_:
+                known[new.target] = bool(new.value.value)
+            out.append(new)
+        return out
+
+
+def _folded(e: ir.Expr, known: dict[str, bool]) -> ir.Expr:
+    """``e`` with known bool locals, negations and ``and``/``or`` of constants folded."""
+    if isinstance(e, ir.Var) and e.name in known:
+        return ir.Const(dtypes.bool_, known[e.name])
+    if isinstance(e, ir.Call) and e.builtin.key == "logical_not":
+        inner = _folded(e.args[0], known)
+        if isinstance(inner, ir.Const):
+            return ir.Const(dtypes.bool_, not inner.value)
+        return e if inner is e.args[0] else dataclasses.replace(e, args=(inner,))
+    if isinstance(e, ir.BoolOp):
+        decisive = e.op == "or"  # the value that decides the whole: True for or, False for and
+        values = []
+        for v in e.values:
+            v = _folded(v, known)
+            if isinstance(v, ir.Const):
+                if bool(v.value) == decisive:
+                    return ir.Const(dtypes.bool_, decisive)
+                continue
+            values.append(v)
+        if not values:
+            return ir.Const(dtypes.bool_, not decisive)
+        return values[0] if len(values) == 1 else dataclasses.replace(e, values=tuple(values))
+    return e
