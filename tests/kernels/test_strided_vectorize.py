@@ -177,3 +177,88 @@ def test_heavy_row_kernels_are_not_versioned_on_the_row_length(tmp_path):
     after a function compiled under the option: the option holds for one compilation.
     (``.5.1`` in Numba's IR: an array argument's ``shape[1]``.)"""
     assert run_fresh(tmp_path, _SCRIPT) == ["False", "False", "True", "False", "True"]
+
+
+# ---------------------------------------------------------------- strided views of 1-D arrays
+
+
+@wp.kernel
+def sine_times(x: wp.array(dtype=wp.float32), y: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    y[i] = wp.sin(x[i]) * x[i]
+
+
+@wp.kernel
+def sine_times64(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    y[i] = wp.sin(x[i]) * x[i]
+
+
+@wp.kernel
+def doubled(x: wp.array(dtype=wp.float32), y: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    y[i] = x[i] * 2.0
+
+
+def test_strided_decisions():
+    """A sine per element pays for gathers over strided views; a product does not; a kernel
+    with row accesses is left to ``gathers_pay``; vector arrays are not counted."""
+    decide = [strides.strided_forward_pays(structure(k.ir))
+              for k in (sine_times, doubled, chain32, along_rows)]
+    assert decide == [True, False, False, True]
+    sources = {}
+    for kernel in (sine_times, doubled):
+        x = wp.zeros(8, dtype=wp.float32)
+        wp.launch(kernel, dim=4, inputs=[x[::2]], outputs=[wp.zeros(4, dtype=wp.float32)])
+        sources[kernel] = next(iter(kernel._built.values())).source
+    assert "FORWARD_LLVM_OPTIONS = ('-enable-mem-access-versioning=false',)" in sources[sine_times]
+    assert "FORWARD_LLVM_OPTIONS" not in sources[doubled]
+
+
+@pytest.mark.parametrize("step", [2, 3])
+def test_strided_view_values_and_gradients(step):
+    n = 301  # past the vectorized loop's width, with a remainder
+    rng = np.random.default_rng(step)
+    base = rng.uniform(-3.0, 3.0, n * step)
+
+    def run(arrays):
+        wp.launch(sine_times64, dim=n, inputs=[arrays["x"][::step]], outputs=[arrays["y"]])
+
+    check_tape(run, {"x": base}, {"y": np.zeros(n)}, {"x": wp.float64, "y": wp.float64})
+    x = wp.array(base.astype(np.float32), dtype=wp.float32, requires_grad=True)
+    y = wp.zeros(n, dtype=wp.float32, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(sine_times, dim=n, inputs=[x[1::step]], outputs=[y])
+    tape.backward(grads={y: wp.ones_like(y)})
+    xs = base[1::step].astype(np.float32)
+    np.testing.assert_allclose(y.numpy(), np.sin(xs) * xs, rtol=1e-6, atol=1e-6)
+    grad = np.zeros(n * step, np.float32)
+    grad[1::step] = np.cos(xs) * xs + np.sin(xs)
+    np.testing.assert_allclose(x.grad.numpy(), grad, rtol=1e-5, atol=1e-5)
+
+
+_STRIDED_SCRIPT = IR_OF + textwrap.dedent(f"""
+    import re
+    import sys
+    sys.path.insert(0, {ROOT!r})
+    import numpy as np
+    import difftape as wp
+    from tests.kernels.test_strided_vectorize import doubled, sine_times
+""") + textwrap.dedent("""
+    wp.config.cpu_parallel = "serial"
+    x = wp.array(np.ones(512, np.float32), dtype=wp.float32)
+    for kernel in (sine_times, doubled):
+        wp.launch(kernel, dim=256, inputs=[x[::2]], outputs=[wp.zeros(256, dtype=wp.float32)])
+        # Whether the vector body runs only where the view's stride is one element.
+        print(bool(re.search(r"icmp (ne|eq) i64 %arg\\.x\\.6\\.0, 1\\b", ir_of(kernel))))
+""")
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
+                    reason="vector widths and LLVM's cost model differ on other CPUs")
+def test_heavy_forwards_over_strided_views_are_not_versioned(tmp_path):
+    """``sine_times`` over ``x[::2]`` vectorizes (with gathers); ``doubled`` keeps LLVM's check
+    that the stride is 1, and runs scalar over the view. (``.6.0`` in Numba's IR: an array
+    argument's ``strides[0]``.)"""
+    assert run_fresh(tmp_path, _STRIDED_SCRIPT) == ["False", "True"]

@@ -557,8 +557,11 @@ def _generate(kernel: ir.KernelIR, variant: Variant, origin: str, directions: tu
         (cpu_llvm.NARROW_VECTORS,) if wide else ())
     if options:
         header += f"LLVM_OPTIONS = {options!r}  # codegen/strides.py\n"
-    if not wide and strides.stores_interleaved_rows(body):
-        header += f"FORWARD_LLVM_OPTIONS = {(cpu_llvm.STORED_ROWS,)!r}  # codegen/strides.py\n"
+    forward_options = ((cpu_llvm.STORED_ROWS,) if not wide and strides.stores_interleaved_rows(
+        body) else ()) + ((cpu_llvm.NO_STRIDE_VERSIONING,) if not options and
+                          strides.strided_forward_pays(body) else ())
+    if forward_options:
+        header += f"FORWARD_LLVM_OPTIONS = {forward_options!r}  # codegen/strides.py\n"
     if runtime:
         header += f"from difftape._src.backends.cpu_runtime import {', '.join(sorted(runtime))}\n"
     imports = sorted(symbols) + sorted("adj_" + s for s in rules)

@@ -52,6 +52,7 @@ from .emitter import plus
 from .offsets import PURE, constant, definitions, independent, thread_offset
 from .signs import assigned
 from .splits import innermost_thread_index
+from .strides import float_work
 
 STRIP = 512  # threads per strip: every buffer stays in L1 (2-4 KiB)
 PREFETCH = 16  # how many threads ahead the flush of scattered sites prefetches their rows
@@ -209,7 +210,7 @@ class Strips:
         if size > MAX_BUFFER_BYTES:
             return False
         scattered = sum(add.offset is None for add in self.adds)
-        return scattered == 0 or _float_work(body) >= 2 * scattered
+        return scattered == 0 or float_work(body) >= 2 * scattered
 
     def runtime(self) -> set[str]:
         """The runtime helpers (``cpu_runtime.py``) the buffers and flush loops use."""
@@ -340,9 +341,6 @@ class Strips:
         return False
 
 
-_ARITHMETIC = frozenset({"add", "sub", "mul", "neg", "pos", "abs", "min", "max", "where"})
-
-
 _LOOP_VARIABLE = re.compile(r"\brt_s\b")
 
 
@@ -359,17 +357,6 @@ def _numbered(lines: list[str]) -> list[str]:
             number, depth = number + 1, indent
         out.append(_LOOP_VARIABLE.sub(f"rt_s{number}", line) if depth is not None else line)
     return out
-
-
-def _float_work(body: list[ir.Stmt]) -> int:
-    """A rough count of the floating-point work in ``body`` (see ``Strips.pays``)."""
-    work = 0
-    for s in ir.walk_stmts(body):
-        for root in ir.statement_exprs(s):
-            for e in ir.walk_expr(root):
-                if isinstance(e, ir.Call) and dtypes.is_float(e.type):
-                    work += 1 if e.builtin.key in _ARITHMETIC else 8
-    return work
 
 
 def _component_pairs(scattered: list[DeferredAdd]) -> list[tuple[DeferredAdd, ...]]:
