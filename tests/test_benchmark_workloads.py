@@ -38,3 +38,22 @@ def test_every_kernel_of_the_zoo_runs_and_renders():
                       for case, rec in result["cases"].items()}}
     table = run._render_zoo(fake)
     assert sum(line.startswith("| ") for line in table) == len(zoo.CASES) + 1
+
+
+def test_the_dynamic_loop_in_taichis_fp_mode_renders_and_counts_as_targets():
+    """The dynamic loop rerun with difftape flushing denormals (``results["flushed"]``) gets
+    its table under section 1 and target rows of its own; results without it render none."""
+    from benchmarks import run
+
+    ours = {"fwd_ms": 10.0, "bwd_ms": 40.0, "grad": {"status": "ok", "max_rel_error": 5e-7}}
+    flushed = {"dynamic_loop@1": {"impls": {"difftape": ours,
+                                            "taichi": {"fwd_ms": 60.0, "bwd_ms": 20.0}}}}
+    table = run._render_flushed(flushed)
+    assert "| 1 | 10.0 | 40.0 | 60.0 | 20.0 | 6.00 | 0.50 | 5.0e-07 |" in table
+    assert run._render_flushed({}) == []
+    results = {"main": {}, "flushed": flushed, "config": {"threads": [1]}}
+    main = {"warp": {"fwd_ms": 200.0, "bwd_ms": 300.0},
+            "difftape": {"fwd_ms": 100.0, "bwd_ms": 150.0},
+            "taichi": {"fwd_ms": 60.0, "bwd_ms": 800.0}}
+    results["main"]["dynamic_loop@1"] = {"impls": main}
+
