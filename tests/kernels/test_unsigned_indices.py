@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import difftape as wp
-from difftape._src.codegen.signs import gathered_locals, nonnegative_locals
+from difftape._src.codegen.signs import data_locals, gathered_locals, nonnegative_locals
 
 
 @wp.kernel(max_unroll=0)  # its loops stay loops, their variables locals of a known sign
@@ -173,3 +173,66 @@ def test_debug_mode_catches_a_negative_loaded_index():
             wp.launch(gather_scatter, dim=4, inputs=[x, idx], outputs=[y])
     finally:
         wp.config.mode = saved
+
+
+@wp.kernel
+def splat(x: wp.array(dtype=wp.vec2d), w: wp.array(dtype=wp.float64),
+          grid: wp.array(dtype=wp.float64), side: int):
+    p = wp.tid()
+    q = x[p] * wp.float64(side)
+    cx = int(wp.floor(q[0]))   # computed from an array element through a float
+    cy = int(wp.floor(q[1]))
+    fx = q[0] - wp.floor(q[0])
+    for k in range(2):
+        cell = (cx + k) * (side + 1) + cy
+        weight = (wp.float64(1.0) - fx) * w[p]
+        if k == 1:
+            weight = fx * w[p]
+        wp.atomic_add(grid, cell, weight * weight)
+
+
+def test_a_cell_computed_from_positions_is_unsigned_and_its_gradients_match_fd():
+    """A grid cell computed from a particle's position depends on the data, not on the thread
+    index: written unsigned (no wraparound select per access), in the forward and the adjoint,
+    though no integer array is read (the paired row reads stay for index arrays)."""
+    assert {"cx", "cy", "cell", "q_0"} <= data_locals(splat.ir)  # vectors are components
+    assert not {"cx", "cy", "cell"} & gathered_locals(splat.ir)
+    forward, adjoint = splat.source().split("def splat_adjoint")
+    assert "] = uint64(cell)" in forward  # the strip buffer of the deferred adds
+    assert "adj_grid[uint64(cell)]" in adjoint
+    side, n = 4, 6
+    rng = np.random.default_rng(5)
+    x0 = rng.uniform(0.05, 0.7, (n, 2))
+    w0 = rng.uniform(0.5, 1.5, n)
+
+    def run(xs, ws):
+        x = wp.array(xs, dtype=wp.vec2d, requires_grad=True)
+        w = wp.array(ws, dtype=wp.float64, requires_grad=True)
+        grid = wp.zeros((side + 1) ** 2, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(splat, dim=n, inputs=[x, w, grid, side])
+        return x, w, grid, tape
+
+    coeff = rng.uniform(-1, 1, (side + 1) ** 2)
+    x, w, grid, tape = run(x0, w0)
+    expected = np.zeros((side + 1) ** 2)
+    q = x0 * side
+    for p in range(n):
+        fx = q[p, 0] - np.floor(q[p, 0])
+        for k, weight in enumerate(((1 - fx) * w0[p], fx * w0[p])):
+            expected[(int(q[p, 0]) + k) * (side + 1) + int(q[p, 1])] += weight ** 2
+    np.testing.assert_allclose(grid.numpy(), expected, rtol=1e-12)
+    tape.backward(grads={grid: wp.array(coeff, dtype=wp.float64)})
+    eps = 1e-6
+    for name, base, grad in (("x", x0, x.grad.numpy()), ("w", w0, w.grad.numpy())):
+        fd = np.zeros_like(base)
+        for index in np.ndindex(base.shape):
+            plus, minus = base.copy(), base.copy()
+            plus[index] += eps
+            minus[index] -= eps
+            args = (plus, w0) if name == "x" else (x0, plus)
+            up = run(*args)[2].numpy() @ coeff
+            args = (minus, w0) if name == "x" else (x0, minus)
+            fd[index] = (up - run(*args)[2].numpy() @ coeff) / (2 * eps)
+        np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8, err_msg=name)

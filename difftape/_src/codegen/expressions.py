@@ -20,7 +20,8 @@ from .activity import Analysis
 from .emitter import ConstantPool, SourceBuilder, cast, plus
 from .inline_rules import FLOAT32_ONLY, INLINE_NEEDS, INLINE_RULES
 from .offsets import constant, thread_offset
-from .signs import gathered_locals, is_nonnegative, nonnegative_locals, reads_arrays
+from .signs import (data_locals, gathered_locals, is_nonnegative, nonnegative_locals,
+                    reads_arrays)
 from .strips import STRIP, Strips
 
 # Lane arrays of privates live on the stack of every call, pool threads' included: past this
@@ -51,7 +52,8 @@ class ExprCoder:
         self.debug = debug  # bounds-check every array index (mode="debug")
         # Indices computed from these need no wraparound (signs.py).
         self.nonnegative = nonnegative_locals(kernel)
-        self.gathered = gathered_locals(kernel)
+        self.gathered = gathered_locals(kernel)  # integers read from arrays: paired row reads
+        self.data = data_locals(kernel)  # any local computed from array elements
         # The values of the body's single-assigned locals (``offsets.definitions``), set while
         # writing a thread body of a launch of ``rank`` dimensions: an index that is a thread
         # index plus a constant is then spelled from the int64 loop counter (``thread_index``).
@@ -226,9 +228,10 @@ class ExprCoder:
     def spells_unsigned(self, index: ir.Expr) -> bool:
         """Whether ``index`` (signed) is written unsigned outside debug mode, so that Numba
         skips its negative-index wraparound (``signs.py``): when it is provably >= 0 (LLVM
-        then sees consecutive accesses), or read from arrays (a gather or scatter index)."""
+        then sees consecutive accesses), or computed from array elements (a gather or scatter
+        index)."""
         return getattr(index.type, "kind", None) == "int" and (
-            is_nonnegative(index, self.nonnegative) or reads_arrays(index, self.gathered)
+            is_nonnegative(index, self.nonnegative) or reads_arrays(index, self.data)
             or self.above_floor(index))
 
     def above_floor(self, index: ir.Expr) -> bool:

@@ -6,11 +6,15 @@ a loop that reads and adds into the same array is not vectorized at all. Warp ha
 indices (they are out of bounds, caught by debug mode), so an index proved non-negative here is
 written unsigned, which Numba does not wrap.
 
-So is an index that depends on values read from arrays (``x[si[s]]``, a gather or a scatter):
-it is no affine function of the thread index, so a signed spelling tells LLVM nothing, and the
-wraparound costs three instructions per access (with strips.py's split flush loop, mass-spring's
-force forward went from 3.5 to 3.2 ms). A negative one is out of bounds, as in Warp; debug mode
-raises IndexError.
+So is an index that depends on values read from arrays (``x[si[s]]``, a gather or a scatter,
+or a grid cell computed from a particle's position): it is no affine function of the thread
+index, so a signed spelling tells LLVM nothing, and the wraparound costs three instructions per
+access (with strips.py's split flush loop, mass-spring's force forward went from 3.5 to 3.2 ms;
+the particle-to-grid workload, whose particles add into 27 cells each, 9.9 -> 8.8 ms on an
+Intel Xeon core, warp-lang 9.6). A negative one is out of bounds, as in Warp; debug mode raises
+IndexError. Rows at such indices are read in pairs of components only where the index is an
+integer read from an array (``gathered_locals``, ``ExprCoder.paired_lane``): in that workload's
+scalar adjoint, pair reads of the cells' rows were 50% slower (6.1 -> 9.0 ms).
 
 The proof is a greatest fixed point over the kernel's assignments: a local is non-negative when
 every value ever assigned to it is, assuming the same of the locals those values read. Overflow
@@ -57,22 +61,33 @@ def nonnegative_locals(kernel: ir.KernelIR, body: list[ir.Stmt] | None = None) -
 def gathered_locals(kernel: ir.KernelIR) -> frozenset[str]:
     """Integer locals of ``kernel`` that some assignment gives a value read from an array (an
     atomic's old value included), or computed from such a local."""
+    return _reading_arrays(kernel, integers_only=True)
+
+
+def data_locals(kernel: ir.KernelIR) -> frozenset[str]:
+    """Locals of ``kernel`` of any type whose value depends on an array element: an integer
+    index computed from them (``int(floor(x[p][0] * res))``, a grid cell) varies with the data,
+    not with the thread index, like one read from an index array."""
+    return _reading_arrays(kernel, integers_only=False)
+
+
+def _reading_arrays(kernel: ir.KernelIR, integers_only: bool) -> frozenset[str]:
     values: dict[str, list[ir.Expr | None]] = {}
-    gathered: set[str] = set()
+    found: set[str] = set()
     for s in _all_statements(kernel.body):
         for name, value in bindings(s):
-            if dtypes.is_int(kernel.locals.get(name)):
+            if not integers_only or dtypes.is_int(kernel.locals.get(name)):
                 values.setdefault(name, []).append(value)
                 if isinstance(s, ir.Atomic):
-                    gathered.add(name)
+                    found.add(name)
     changed = True
     while changed:
         changed = False
-        for name in sorted(set(values) - gathered):
-            if any(v is not None and reads_arrays(v, gathered) for v in values[name]):
-                gathered.add(name)
+        for name in sorted(set(values) - found):
+            if any(v is not None and reads_arrays(v, found) for v in values[name]):
+                found.add(name)
                 changed = True
-    return frozenset(gathered)
+    return frozenset(found)
 
 
 def reads_arrays(e: ir.Expr, gathered: frozenset[str] | set[str]) -> bool:
