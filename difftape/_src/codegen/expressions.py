@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
+from typing import NamedTuple
 
 import numpy as np
 
@@ -41,6 +42,20 @@ _COMPARE = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="
 _LITTLE_ENDIAN = sys.byteorder == "little"
 
 _NEGATED = re.compile(r"\(-(\w+)\)")  # a negated name, as the sub and neg rules spell it
+
+
+class _PlainAdd(NamedTuple):
+    """An add into one component of a replica view's row, as ``out.lines[line]`` holds it."""
+    out: SourceBuilder
+    level: int
+    line: int
+    view: str
+    array: str
+    row: tuple[str, ...]  # the index codes before the component's
+    component: int
+    sign: str
+    value: str
+    guard: str
 
 
 class ExprCoder:
@@ -98,6 +113,8 @@ class ExprCoder:
         self.replicas: dict[str, str] = {}  # array's generated name → its parameter symbol
         self.replica_sites: dict[str, list[tuple[ir.Expr, ...]]] = {}  # array → site indices
         self.strips: Strips | None = None  # set while writing a strip-mined body
+        # The last plain add into a component of a replica view (``_paired_with_previous``).
+        self.previous_add: _PlainAdd | None = None
         self.counter = 0
 
     def replica_add(self, array: str, ref: ir.ArrayRef, indices: tuple[ir.Expr, ...],
@@ -124,8 +141,42 @@ class ExprCoder:
                 return
         if self.strips is not None:
             self.strips.kept = True
+        if self._paired_with_previous(out, view, ref, indices, codes, sign, value, guard):
+            return
         add = f"{view}[{', '.join(codes)}] {sign}= {value}"
         out.line(f"if {guard}: {add}" if guard else add)
+        component = constant(indices[-1]) if len(indices) > ref.ndim else None
+        self.previous_add = None if component is None else _PlainAdd(
+            out, out.level, len(out.lines) - 1, view, ref.param, tuple(codes[:-1]), component,
+            sign, value, guard)
+
+    def _paired_with_previous(self, out: SourceBuilder, view: str, ref: ir.ArrayRef,
+                              indices: tuple[ir.Expr, ...], codes: list[str], sign: str,
+                              value: str, guard: str) -> bool:
+        """Whether the add of ``value`` into component ``c`` of a row at a data-dependent index
+        (a grid cell, ``f[si[s]]``) joined the add into component ``c +- 1`` of the same row
+        that ``out`` holds last (comments aside): one two-lane load, add and store instead of
+        two of each (``rt_add_pair``). Rows indexed by the thread stay apart: LLVM vectorizes
+        those as interleaved groups."""
+        last, self.previous_add = self.previous_add, None
+        component = constant(indices[-1]) if len(indices) > ref.ndim else None
+        if (last is None or component is None or last.out is not out or last.level != out.level
+                or (last.view, last.array, last.row, last.sign, last.guard)
+                != (view, ref.param, tuple(codes[:-1]), sign, guard)
+                or abs(component - last.component) != 1
+                or not any(reads_arrays(i, self.data) for i in indices[:ref.ndim])
+                or not all(text.lstrip().startswith("#") for text in out.lines[last.line + 1:])
+                or any(re.search(rf"\b{re.escape(name)}\b", v)
+                       for name in (view, ref.param) for v in (value, last.value))):
+            return False
+        low, values = ((last.component, (last.value, value)) if last.component < component
+                       else (component, (value, last.value)))
+        helper = "rt_add_pair" if sign == "+" else "rt_sub_pair"
+        self.runtime.add(helper)
+        row = ", ".join((*codes[:-1], self.constants.name(low, dtypes.uint64)))
+        pair = f"{helper}({view}, ({row},), {values[0]}, {values[1]})"
+        out.lines[last.line] = "    " * out.level + (f"if {guard}: {pair}" if guard else pair)
+        return True
 
     def private(self, array: str, index: str, guard: str, t: type) -> str:
         """The local that the chunk's adds into ``array[index]`` (thread-invariant) go to, as

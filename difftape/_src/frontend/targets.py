@@ -35,7 +35,7 @@ class TargetLowering:
         ref, choices = self.component_target(target)
         comps = self.part_components(target, value, len(choices[0][1]))
         if len(choices) > 1 or len(comps) > 1 and any(
-                _reads_target(c, ref, choices) for c in comps):
+                reads_target(c, ref, choices) for c in comps):
             # values computed once, before any slot changes (``m[0] = wp.vec2(m[0][1], m[0][0])``)
             comps = [self.stage(c) for c in comps]
         if ref is not None:
@@ -145,7 +145,7 @@ class TargetLowering:
             dtypes.bool_, "and", tuple(conds)), positions) for conds, positions, _ in choices]
 
 
-def _reads_target(e: ir.Expr, ref: ir.ArrayRef | None, choices: list) -> bool:
+def reads_target(e: ir.Expr, ref: ir.ArrayRef | None, choices: list) -> bool:
     """Whether ``e`` reads what an assignment to ``choices`` (slots of ``ref``, or of a local)
     changes."""
     if ref is not None:
