@@ -228,3 +228,79 @@ def test_guards_leave_loop_interchange_alone():
     y = wp.zeros(4, dtype=wp.float64)
     wp.launch(guarded_powers, dim=4, inputs=[x], outputs=[y, 2, 3])
     np.testing.assert_array_equal(y.numpy(), [4.0, 9.0, 2.25, 0.0])
+
+
+# ---------------------------------------------------------------- periodic (wrapped) indices
+
+
+@wp.kernel
+def ring(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), n: int):
+    i = wp.tid()
+    m = x.shape[0]
+    y[i] = x[(i + 1) % m] * x[i] + 2.0 * x[(i + 3) % m] + 3.0 * x[(i - 1) % n + 1] \
+        + 5.0 * x[(i + 2) % 7]
+
+
+def ring_reference(xs: np.ndarray, dim: int, n: int) -> np.ndarray:
+    i = np.arange(dim)
+    m = xs.shape[0]
+    wrapped = np.fmod(i - 1, n) + 1  # C remainder: the sign of the dividend, -1 at i = 0
+    return xs[(i + 1) % m] * xs[i] + 2.0 * xs[(i + 3) % m] + 3.0 * xs[wrapped] \
+        + 5.0 * xs[(i + 2) % 7]
+
+
+@wp.kernel
+def periodic_rows(u: wp.array2d(dtype=wp.float64), out: wp.array2d(dtype=wp.float64)):
+    i, j = wp.tid()
+    m = u.shape[1]
+    out[i, j] = u[i, (j + 1) % m] - 2.0 * u[i, j] + u[i, (j + m - 1) % m]
+
+
+def test_wrapped_indices_are_split():
+    """``(i + c) % m`` is ``i + c`` wherever ``0 <= i + c < m``: the interior reads neighbours
+    without the remainder (consecutive, so vectorized); ``(j + m - 1) % m`` is no thread index
+    plus a constant and keeps it."""
+    forward = ring.source().split("def ring_adjoint")[0]
+    interior = forward.split("for t0 in range(rt_inner_lo, rt_inner_hi):")[1].split("rt_edge")[0]
+    assert "rt_inner_lo = max(lo, -1, -3, 1, -2)" in forward  # i - 1 >= 0 from i = 1 on
+    assert "min(hi, x.shape[0] - 1, x.shape[0] - 3, n + 1, 5)" in forward  # end of the range
+    assert "wp_mod" not in interior
+    assert "x[uint64(t0 + 1)]" in interior and "(f64_3p0 * x[uint64(t0)])" in interior
+    rows = periodic_rows.source(dim=2).split("def periodic_rows_adjoint")[0]
+    interior = rows.split("for t1 in range(rt_inner_lo, rt_inner_hi):")[1].split("rt_edge")[0]
+    assert "u[uint64(t0), uint64(t1 + 1)]" in interior and interior.count("wp_mod") == 1
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_wrapped_values_at_every_size(threading, mode):
+    threading(mode)
+    rng = np.random.default_rng(11)
+    for size in (7, 8, 9, 12, 40, 1100):
+        xs = rng.integers(-9, 9, size).astype(np.float64)
+        x = wp.array(xs, dtype=wp.float64)
+        for dim in sorted({1, 3, size - 1, size}):
+            for n in (1, 2, size // 2, size - 1):
+                y = wp.zeros(dim, dtype=wp.float64)
+                wp.launch(ring, dim=dim, inputs=[x], outputs=[y, n])
+                np.testing.assert_array_equal(y.numpy(), ring_reference(xs, dim, n),
+                                              err_msg=f"size {size} dim {dim} n {n}")
+    for cols in (1, 2, 3, 8, 33):
+        u0 = rng.integers(-9, 9, (3, cols)).astype(np.float64)
+        out = wp.zeros((3, cols), dtype=wp.float64)
+        wp.launch(periodic_rows, dim=(3, cols), inputs=[wp.array(u0, dtype=wp.float64)],
+                  outputs=[out])
+        expected = np.roll(u0, -1, axis=1) - 2.0 * u0 + np.roll(u0, 1, axis=1)
+        np.testing.assert_array_equal(out.numpy(), expected, err_msg=f"cols {cols}")
+
+
+@pytest.mark.parametrize("size", [7, 9, 30])
+def test_wrapped_gradients_match_finite_differences(size):
+    rng = np.random.default_rng(size)
+
+    def run(a):
+        wp.launch(ring, dim=size, inputs=[a["x"]], outputs=[a["y"], size - 2])
+        wp.launch(periodic_rows, dim=(2, size // 2), inputs=[a["u"]], outputs=[a["out"]])
+
+    check_tape(run, {"x": rng.standard_normal(size), "u": rng.standard_normal((2, size // 2))},
+               {"y": np.zeros(size), "out": np.zeros((2, size // 2))},
+               {"x": wp.float64, "y": wp.float64, "u": wp.float64, "out": wp.float64})

@@ -12,7 +12,8 @@ threads run changes, which kernels cannot observe).
 
 A clamp qualifies when one operand is ``j + c`` (through single-assigned locals) and the other
 is a constant (``max``, or ``clamp``'s lower bound) or ``a.shape[k] + c`` / a constant (``min``,
-or ``clamp``'s upper bound).
+or ``clamp``'s upper bound). So does a wrap, ``(j + c) % m`` with such an ``m`` (periodic
+neighbours, ``x[(i + 1) % n]``): it is ``j + c`` wherever ``0 <= j + c < m``.
 
 Guards are split the same way: ``if i < n - 1:`` (a rope's segments), ``if i + k < x.shape[0]:``,
 ``if i > 0 and i < n - 1:`` (a stencil's interior), ``if tid >= n: return``. A comparison of
@@ -70,8 +71,8 @@ def interior_split(body: list[ir.Stmt], kernel: ir.KernelIR, rank: int,
         return None
     copier = _Copier(finder.replace, in_loop)
     new_body = copier.decided(copier.copy(body), {})
-    return Split(var, finder.lower, finder.upper, new_body, copier.in_loop,
-                 guards_only=not finder.clamps)
+    return Split(var, list(dict.fromkeys(finder.lower)), list(dict.fromkeys(finder.upper)),
+                 new_body, copier.in_loop, guards_only=not finder.clamps)
 
 
 def innermost_thread_index(kernel: ir.KernelIR, rank: int) -> str | None:
@@ -125,6 +126,13 @@ class _EdgeFinder:
                         self.replace[id(e)] = x
                         self.clamps = True
                         return
+        elif key == "mod":  # (j + c) % m = j + c when 0 <= j + c < m (a ring's neighbours)
+            c, m = self.offset(args[0]), self.invariant(args[1])
+            if c is not None and m is not None:
+                self.lower.append(-c)
+                self.upper.append((m[0], m[1], m[2] - c - 1))
+                self.replace[id(e)] = args[0]
+                self.clamps = True
         elif key == "clamp":  # min(max(lo, x), hi)
             x, lo, hi = args
             c, k, m = self.offset(x), constant(lo), self.invariant(hi)
