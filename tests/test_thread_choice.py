@@ -45,9 +45,17 @@ def test_a_choice_is_timed_again_after_recheck_launches():
     for followed in range(1, thread_choice.RECHECK + 1):
         chosen, threaded = thread_choice.choose(table, False, 1000)
         assert chosen is choice and threaded == (followed not in thread_choice.PROBES)
+        # the chosen way's launch right before a probe is timed, its time kept
+        assert choice.timing() == (followed in thread_choice.PROBES
+                                   or followed + 1 in thread_choice.PROBES)
+        if threaded and choice.timing():
+            choice.record(True, 1.0)
         if not threaded:  # a probe of the serial way, slower than threads: the choice stays
-            assert choice.timing()
             choice.record(False, 2.5)
+            for _ in range(thread_choice.PROBE_RUNS - 1):  # its further runs: the same launch
+                assert choice.timing()
+                assert thread_choice.choose(table, False, 1000) == (choice, False)
+                choice.record(False, 2.5)
             assert choice.decided is True and not choice.timing()
     again, threaded = thread_choice.choose(table, False, 1000)
     assert again is choice and choice.decided is None and threaded and choice.runs == [0, 0]
@@ -59,8 +67,8 @@ def test_a_probe_of_the_other_way_that_wins_changes_the_choice():
     table = {}
     ways, choice = _tally([1.3, 1.2] * thread_choice.TRIALS, table)
     assert choice.decided is False
-    ways, _ = _tally([1.2] * (min(thread_choice.PROBES) - 1), table)
-    assert ways == [False] * (min(thread_choice.PROBES) - 1)
+    ways, _ = _tally([1.2] * (min(thread_choice.PROBES) - 1), table)  # the last one timed
+    assert ways == [False] * (min(thread_choice.PROBES) - 1) and not choice.timing()
     chosen, threaded = thread_choice.choose(table, False, 1000)
     assert threaded and choice.timing()
     # asked again before it reported (the fast launcher's question, then the general path's):
@@ -68,9 +76,27 @@ def test_a_probe_of_the_other_way_that_wins_changes_the_choice():
     assert not thread_choice.stays_serial(table, False, 1000)
     assert thread_choice.choose(table, False, 1000) == (choice, True)
     assert choice.followed == min(thread_choice.PROBES)
+    choice.record(True, 0.9)  # the first run woke the workers
+    assert choice.decided is False and choice.timing()  # the probe's second run is due
+    assert thread_choice.choose(table, False, 1000) == (choice, True)
     choice.record(True, 0.7)
     assert choice.decided is True and not choice.timing()
     assert thread_choice.choose(table, False, 1000) == (choice, True)
+    assert choice.followed == min(thread_choice.PROBES) + 1
+
+
+def test_a_probe_is_compared_with_the_chosen_way_timed_just_before_it():
+    """Threads won the trials on a cold start (0.88 s; serial 1.4 s) and run 0.38 s warm: the
+    launch before each probe times them again, and a serial probe of 0.71 s (faster than the
+    trials' threads) leaves threads chosen."""
+    table = {}
+    _, choice = _tally([0.88, 1.4], table)
+    assert choice.decided is True
+    for followed in range(1, max(thread_choice.PROBES) + 1):
+        _, threaded = thread_choice.choose(table, False, 1000)
+        if choice.timing():
+            choice.record(threaded, 0.38 if threaded else 0.71)
+    assert choice.decided is True and choice.threaded == 0.38 and choice.serial == 0.71
 
 
 def test_a_probe_that_cannot_be_timed_is_dropped():
@@ -142,7 +168,7 @@ def test_launches_switch_to_threads_when_their_probe_wins(auto_everywhere, monke
     def staged(self, threaded, seconds):
         if self.decided is None:  # trials
             return record(self, threaded, 1.3 if threaded else 1.2)
-        return record(self, threaded, 0.7)  # the probe
+        return record(self, threaded, 0.7 if threaded else 1.2)  # the probe; the launch before
 
     monkeypatch.setattr(thread_choice.Choice, "record", staged)
     n = 1000
@@ -161,7 +187,8 @@ def test_launches_switch_to_threads_when_their_probe_wins(auto_everywhere, monke
         np.testing.assert_array_equal(y.numpy(), 3 * x.numpy())
     assert ways == ([True, False] * thread_choice.TRIALS + [False] * (first - 1)
                     + [True] * 4)
-    assert choices[(False, n)].decided is True and choices[(False, n)].followed == first + 3
+    # the probe's two runs count as one launch
+    assert choices[(False, n)].decided is True and choices[(False, n)].followed == first + 2
 
 
 def test_launches_that_cannot_use_threads_do_not_count(auto_everywhere, monkeypatch):

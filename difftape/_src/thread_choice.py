@@ -16,7 +16,11 @@ wrong: on the 2-core test VM, mass-spring's forces (threads 1.3-1.8x faster) wer
 in two of four benchmark-like processes, and stayed serial for the whole run. So the way not
 chosen is also timed once at a few ``PROBES`` launches after the choice, and wins from then on
 if its fastest run beats the chosen way's: one run of the slower way at each probe when the
-choice was right.
+choice was right (two runs, the faster counting: see ``PROBE_RUNS``). The launch right before
+a probe, the chosen way's, is timed too: a process's
+first launches run slower than later ones (cold caches, page faults, threads starting), and the
+trials' times alone let a later serial probe of a 1024² stencil step (0.71 ms) beat threads
+timed during warm-up (0.88 ms; 0.38 ms once warm), which then stayed serial until the recheck.
 
 This module only keeps the tally; ``launch._execute`` asks and reports.
 """
@@ -36,6 +40,11 @@ RECHECK = 200
 # Launches after a choice (counted as ``Choice.followed``) that run the other way, timed.
 PROBES = frozenset({4, 16, 64})
 
+# Runs the other way at each probe, one after the other (counted as one launch): the first
+# threaded run after many serial ones wakes workers that went to sleep, which on a virtual
+# machine whose idle cores halt took 0.7-0.8 ms against 0.31 for a 1024² stencil step.
+PROBE_RUNS = 2
+
 # False: every launch that may use threads does (what tests of those rules set).
 TIMED = True
 
@@ -46,7 +55,7 @@ _MAX_SIZES = 256
 class Choice:
     """The tally of one (program, direction, launch size): fastest time each way so far."""
 
-    __slots__ = ("threaded", "serial", "runs", "decided", "followed", "probing")
+    __slots__ = ("threaded", "serial", "runs", "decided", "followed", "probing", "refreshing")
 
     def __init__(self):
         self.restart()
@@ -57,33 +66,39 @@ class Choice:
         self.runs = [0, 0]  # serial, threaded
         self.decided: bool | None = None  # True: threads; False: serial; None: still timing
         self.followed = 0  # launches since the choice
-        self.probing = False  # a launch the other way is due, to be timed
+        self.probing = 0  # launches the other way still due at this probe, each timed
+        self.refreshing = False  # a launch the chosen way, before a probe, is to be timed
 
     def keep(self) -> bool | None:
         """The way for one more launch (True: threads), which is counted: the way chosen, or
-        the other at a probe (until a probe launch reports or is ``skip``-ped, every launch asks
-        for it again, uncounted); None while still timing, and once ``RECHECK`` launches have
-        followed the choice (timed again)."""
+        the other at a probe (until a probe launch, or the chosen way's launch timed before it,
+        reports or is ``skip``-ped, every launch asks for it again, uncounted); None while still
+        timing, and once ``RECHECK`` launches have followed the choice (timed again)."""
         if self.decided is None:
             return None
         if self.probing:
             return not self.decided
+        if self.refreshing:
+            return self.decided
         self.followed += 1
         if self.followed > RECHECK:
             self.restart()
             return None
         if self.followed in PROBES:
-            self.probing = True
+            self.probing = PROBE_RUNS
             return not self.decided
+        self.refreshing = self.followed + 1 in PROBES
         return self.decided
 
     def timing(self) -> bool:
-        """Whether the launch that asked should be timed and reported: a trial or a probe."""
-        return self.decided is None or self.probing
+        """Whether the launch that asked should be timed and reported: a trial, a probe, or
+        the chosen way's launch before a probe."""
+        return self.decided is None or self.probing > 0 or self.refreshing
 
     def skip(self) -> None:
-        """The launch that asked is not timed; a probe's is dropped (it runs, uncounted)."""
-        self.probing = False
+        """The launch that asked is not timed; a probe's (or the one before it) is dropped (it
+        runs, uncounted)."""
+        self.probing, self.refreshing = 0, False
 
     def record(self, threaded: bool, seconds: float) -> None:
         """Report one timed launch."""
@@ -91,9 +106,13 @@ class Choice:
             self.threaded = min(self.threaded, seconds)
         else:
             self.serial = min(self.serial, seconds)
+        if self.refreshing:
+            self.refreshing = False
+            return
         if self.probing:
-            self.probing = False
-            self.decided = self.threaded < self.serial
+            self.probing -= 1
+            if not self.probing:
+                self.decided = self.threaded < self.serial
             return
         self.runs[threaded] += 1
         if min(self.runs) >= TRIALS or self.runs[0] and self.threaded * CLEAR_WIN < self.serial:
@@ -123,4 +142,5 @@ def stays_serial(table: dict, adjoint: bool, total: int) -> bool:
     due to be timed again or probed), counted as ``choose`` counts it: launchers that can run
     only serial launches ask this instead (``launch_fast.py``)."""
     choice = table.get((adjoint, total))
-    return TIMED and choice is not None and choice.decided is False and choice.keep() is False
+    return (TIMED and choice is not None and choice.decided is False and choice.keep() is False
+            and not choice.refreshing)
