@@ -503,6 +503,36 @@ def test_thread_invariant_atomic_max_is_exact_in_every_mode(mode):
         wp.config.cpu_parallel, wp.config.parallel_threshold = saved
 
 
+@wp.kernel
+def count_and_read(idx: wp.array(dtype=wp.int32), out: wp.array(dtype=float),
+                   total: wp.array(dtype=float), seen: wp.array(dtype=float)):
+    i = wp.tid()
+    j = idx[i]
+    before = out[j]
+    wp.atomic_add(out, j, 1.0)
+    wp.atomic_add(total, 0, 1.0)
+    seen[i] = out[j] - before + total[0] * 0.0
+
+
+@pytest.mark.parametrize("mode", ["serial", "parallel", "replicate", "auto"])
+def test_a_thread_reads_back_what_it_added(mode):
+    """Adds into an array the kernel also reads go to the array itself (atomics in threads),
+    never to a per-chunk copy or local it cannot read back: each thread sees its own add."""
+    assert count_and_read.scatter_sites()[0] == {"out": False, "total": False}
+    saved = (wp.config.cpu_parallel, wp.config.parallel_threshold)
+    wp.config.cpu_parallel, wp.config.parallel_threshold = mode, 1000
+    try:
+        n = 100_000
+        idx = wp.array(np.random.default_rng(4).permutation(n).astype(np.int32), dtype=wp.int32)
+        out, total = wp.zeros(n, dtype=float), wp.zeros(1, dtype=float)
+        seen = wp.zeros(n, dtype=float)
+        wp.launch(count_and_read, n, inputs=[idx, out, total, seen])
+        assert np.all(seen.numpy() == 1.0) and np.all(out.numpy() == 1.0)
+        assert total.numpy()[0] == n
+    finally:
+        wp.config.cpu_parallel, wp.config.parallel_threshold = saved
+
+
 def test_overlap_check_tells_struct_fields_apart():
     from difftape._src.launch import _overlapping
 

@@ -212,7 +212,10 @@ class ForwardWriter(ExprCoder):
         idx = self.index_code(s.indices, ref=s.array)
         mode = classify_index(s.array, s.indices, self.kernel, self.analysis)
         target = f"{s.result} = " if s.result else ""
-        plain_add = s.op in ("add", "sub") and s.result not in self.analysis.read
+        # adds a thread may read back (its array is read) go to the array, not to a replica or
+        # a private local (``scatter_sites``)
+        plain_add = s.op in ("add", "sub") and s.result not in self.analysis.read \
+            and s.array.param not in self.kernel.read_arrays
         sign = "+" if s.op == "add" else "-"
         if self.replicated[0].get(ref) and plain_add:  # the array's adds go to the chunk's copy
             self.replica_add(ref, s.array, s.indices, sign, value, "", out)
