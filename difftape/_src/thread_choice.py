@@ -14,13 +14,13 @@ times nothing) must not keep a launch off the threads for good.
 The trials take a few milliseconds, and a host whose other core is busy for that long decides
 wrong: on the 2-core test VM, mass-spring's forces (threads 1.3-1.8x faster) were kept serial
 in two of four benchmark-like processes, and stayed serial for the whole run. So the way not
-chosen is also timed once at a few ``PROBES`` launches after the choice, and wins from then on
-if its fastest run beats the chosen way's: one run of the slower way at each probe when the
-choice was right (two runs, the faster counting: see ``PROBE_RUNS``). The launch right before
-a probe, the chosen way's, is timed too: a process's
-first launches run slower than later ones (cold caches, page faults, threads starting), and the
-trials' times alone let a later serial probe of a 1024² stencil step (0.71 ms) beat threads
-timed during warm-up (0.88 ms; 0.38 ms once warm), which then stayed serial until the recheck.
+chosen is also timed at a few ``PROBES`` launches after the choice (``PROBE_RUNS`` runs in a
+row, the fastest counting), and wins from then on if it beats the chosen way's fastest run:
+two runs of the slower way at each probe when the choice was right. The chosen way's launch
+right before a probe is timed too: a process's first launches run slower than later ones (cold
+caches, page faults, threads starting), and with the trials' times alone a serial probe of a
+1024² stencil step (0.71 ms) beat threads timed during warm-up (0.88 ms; 0.38 ms once warm),
+which then stayed serial until the recheck.
 
 This module only keeps the tally; ``launch._execute`` asks and reports.
 """
