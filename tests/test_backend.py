@@ -533,6 +533,32 @@ def test_a_thread_reads_back_what_it_added(mode):
         wp.config.cpu_parallel, wp.config.parallel_threshold = saved
 
 
+@wp.kernel
+def add_then_store(idx: wp.array(dtype=wp.int32), w: wp.array(dtype=float),
+                   x: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_add(x, idx[i], wp.sin(w[i]) * wp.cos(w[i]) + 1.0)
+    x[i] = 5.0  # overwrites the add above where idx[i] == i
+
+
+@pytest.mark.parametrize("mode", ["serial", "parallel", "replicate", "auto"])
+def test_a_thread_stores_over_what_it_added(mode):
+    """A thread's store lands after its own earlier add into the same element: adds into an
+    array the kernel stores to are not deferred to a per-chunk copy summed in afterwards (which
+    gave 6 where the thread wrote 5)."""
+    assert add_then_store.scatter_sites()[0] == {"x": False}
+    saved = (wp.config.cpu_parallel, wp.config.parallel_threshold)
+    wp.config.cpu_parallel, wp.config.parallel_threshold = mode, 1000
+    try:
+        n = 100_000
+        x = wp.zeros(n, dtype=float)
+        wp.launch(add_then_store, n, inputs=[wp.array(np.arange(n, dtype=np.int32)),
+                                             wp.zeros(n, dtype=float), x])
+        assert np.all(x.numpy() == 5.0)
+    finally:
+        wp.config.cpu_parallel, wp.config.parallel_threshold = saved
+
+
 def test_overlap_check_tells_struct_fields_apart():
     from difftape._src.launch import _overlapping
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from .. import dtypes
 from ..frontend import ir
 from . import naming
-from .activity import SCATTER, UNIFORM, Analysis, classify_index
+from .activity import SCATTER, UNIFORM, Analysis, classify_index, touched_otherwise
 from .emitter import SourceBuilder, cast
 from .expressions import ExprCoder
 from .strips import STRIP
@@ -212,10 +212,10 @@ class ForwardWriter(ExprCoder):
         idx = self.index_code(s.indices, ref=s.array)
         mode = classify_index(s.array, s.indices, self.kernel, self.analysis)
         target = f"{s.result} = " if s.result else ""
-        # adds a thread may read back (its array is read) go to the array, not to a replica or
-        # a private local (``scatter_sites``)
+        # adds into an array the kernel reads or stores to go to the array, in order with those
+        # accesses, not to a replica or a private local (``scatter_sites``)
         plain_add = s.op in ("add", "sub") and s.result not in self.analysis.read \
-            and s.array.param not in self.kernel.read_arrays
+            and not touched_otherwise(self.kernel, s.array.param)
         sign = "+" if s.op == "add" else "-"
         if self.replicated[0].get(ref) and plain_add:  # the array's adds go to the chunk's copy
             self.replica_add(ref, s.array, s.indices, sign, value, "", out)
