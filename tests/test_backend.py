@@ -559,6 +559,39 @@ def test_a_thread_stores_over_what_it_added(mode):
         wp.config.cpu_parallel, wp.config.parallel_threshold = saved
 
 
+@wp.kernel
+def write_then_gather(a: wp.array(dtype=float), idx: wp.array(dtype=wp.int32),
+                      x: wp.array(dtype=float), b: wp.array(dtype=float)):
+    i = wp.tid()
+    x[i] = a[i] * 3.0
+    b[i] = x[idx[i]] * 2.0  # reads what this thread stored where idx[i] == i
+
+
+@pytest.mark.parametrize("mode", ["serial", "parallel", "replicate", "auto"])
+def test_an_adjoint_reads_back_its_own_adds(mode):
+    """The gather's adjoint adds into adj_x, which the store's adjoint (later in the thread's
+    reverse sweep) reads: those adds go to adj_x itself, not to a per-chunk copy summed in
+    afterwards (which gave a.grad 0 and x.grad 2 where they are 6 and 0)."""
+    assert write_then_gather.scatter_sites()[1] == {"x": False}
+    saved = (wp.config.cpu_parallel, wp.config.parallel_threshold)
+    wp.config.cpu_parallel, wp.config.parallel_threshold = mode, 1000
+    try:
+        n = 50_000
+        a0 = np.random.default_rng(5).uniform(-1, 1, n).astype(np.float32)
+        a = wp.array(a0, requires_grad=True)
+        x = wp.zeros(n, dtype=float, requires_grad=True)
+        b = wp.zeros(n, dtype=float, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(write_then_gather, n, inputs=[a, wp.array(np.arange(n, dtype=np.int32)),
+                                                    x, b])
+        tape.backward(grads={b: wp.ones_like(b)})
+        np.testing.assert_allclose(b.numpy(), 6.0 * a0, rtol=1e-6)
+        assert np.all(a.grad.numpy() == 6.0) and np.all(x.grad.numpy() == 0.0)
+    finally:
+        wp.config.cpu_parallel, wp.config.parallel_threshold = saved
+
+
 def test_overlap_check_tells_struct_fields_apart():
     from difftape._src.launch import _overlapping
 

@@ -171,8 +171,8 @@ def scatter_sites(body: list[ir.Stmt], kernel: ir.KernelIR,
     add into a per-chunk replica (atomic adds and subtracts whose result is unused, into an
     array the kernel neither reads nor stores to: a thread must see its own adds, ``a = x[j];
     x[j] += 1.0; b = x[j]``, and its stores must land after them, ``x[j] += 1.0; x[i] = 5.0``;
-    every adjoint accumulation is an add); without replicas they need atomics in parallel
-    code."""
+    the adjoint's, into the adjoint of an array the kernel never writes); without replicas they
+    need atomics in parallel code."""
     forward: dict[str, bool] = {}
     adjoint: dict[str, bool] = {}
     for s in ir.walk_stmts(body):
@@ -187,5 +187,7 @@ def scatter_sites(body: list[ir.Stmt], kernel: ir.KernelIR,
             for e in ir.walk_expr(root):
                 if isinstance(e, ir.Load) and dtypes.is_float(dtypes.scalar_of(e.array.dtype)) \
                         and classify_index(e.array, e.indices, kernel, analysis) == SCATTER:
-                    adjoint[e.array.param] = True
+                    # the adjoint of a store or an atomic reads the array's adjoint, which must
+                    # hold the thread's own adds (``x[i] = a[i]; b[i] = x[j]`` with j == i)
+                    adjoint[e.array.param] = e.array.param not in kernel.written_arrays
     return forward, adjoint

@@ -43,7 +43,7 @@ class AdjointWriter(ForwardWriter):
             return
         p = ref.param
         flag, adj = naming.has_adjoint_flag(p), naming.adjoint_array(p)
-        if p in self.replicated[1]:  # every add into this adjoint goes to the chunk's copy
+        if self.replicated[1].get(p):  # every add into this adjoint goes to the chunk's copy
             self.replica_add(adj, ref, indices, "+", g, flag, out, temps)
             return
         idx = self.index_code(indices, temps, ref)
