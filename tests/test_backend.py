@@ -592,6 +592,34 @@ def test_an_adjoint_reads_back_its_own_adds(mode):
         wp.config.cpu_parallel, wp.config.parallel_threshold = saved
 
 
+@wp.kernel
+def add_then_scale(x: wp.array(dtype=float), c: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_add(c, 0, x[i])
+    y[i] = c[0] * 2.0
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_an_adjoint_at_a_shared_index_reads_back_its_own_adds(mode):
+    """The read of c[0] adds into adj_c[0], which the atomic's adjoint then reads: not a
+    per-chunk local flushed at the end (x.grad was 0, even for one thread)."""
+    assert add_then_scale.scatter_sites()[1] == {"c": False}
+    saved = wp.config.cpu_parallel
+    wp.config.cpu_parallel = mode
+    try:
+        x = wp.array(np.array([1.5], np.float32), requires_grad=True)
+        c = wp.zeros(1, dtype=float, requires_grad=True)
+        y = wp.zeros(1, dtype=float, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(add_then_scale, 1, inputs=[x, c, y])
+        tape.backward(grads={y: wp.ones_like(y)})
+        assert y.numpy()[0] == 3.0  # y = 2 (c + x)
+        assert x.grad.numpy()[0] == 2.0 and c.grad.numpy()[0] == 2.0
+    finally:
+        wp.config.cpu_parallel = saved
+
+
 def test_overlap_check_tells_struct_fields_apart():
     from difftape._src.launch import _overlapping
 

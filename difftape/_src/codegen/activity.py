@@ -185,9 +185,15 @@ def scatter_sites(body: list[ir.Stmt], kernel: ir.KernelIR,
                     plain_add and mode == SCATTER
         for root in ir.statement_exprs(s):
             for e in ir.walk_expr(root):
-                if isinstance(e, ir.Load) and dtypes.is_float(dtypes.scalar_of(e.array.dtype)) \
-                        and classify_index(e.array, e.indices, kernel, analysis) == SCATTER:
-                    # the adjoint of a store or an atomic reads the array's adjoint, which must
-                    # hold the thread's own adds (``x[i] = a[i]; b[i] = x[j]`` with j == i)
-                    adjoint[e.array.param] = e.array.param not in kernel.written_arrays
+                if not isinstance(e, ir.Load) or \
+                        not dtypes.is_float(dtypes.scalar_of(e.array.dtype)):
+                    continue
+                # the adjoint of a store or an atomic reads the array's adjoint, which must hold
+                # the thread's own adds (``x[i] = a[i]; b[i] = x[j]`` with j == i): no replica,
+                # nor a per-chunk local for a thread-invariant index
+                written = e.array.param in kernel.written_arrays
+                where = classify_index(e.array, e.indices, kernel, analysis)
+                if where == SCATTER or (where == UNIFORM and written):
+                    adjoint[e.array.param] = adjoint.get(e.array.param, True) and \
+                        where == SCATTER and not written
     return forward, adjoint

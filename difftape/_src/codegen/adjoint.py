@@ -48,9 +48,9 @@ class AdjointWriter(ForwardWriter):
             return
         idx = self.index_code(indices, temps, ref)
         mode = classify_index(ref, indices, self.kernel, self.analysis)
-        if mode == UNIFORM:
+        if mode == UNIFORM and p not in self.kernel.written_arrays:  # (else read back: in place)
             out.line(f"{self.private(adj, idx, flag, dtypes.scalar_of(ref.dtype))} += {g}")
-        elif mode == SCATTER and self.parallel:
+        elif mode in (SCATTER, UNIFORM) and self.parallel:
             self.runtime.add("rt_atomic_add")
             out.line(f"if {flag}: rt_atomic_add({adj}, ({idx},), {g})")
         else:
