@@ -167,7 +167,8 @@ def scatter_sites(body: list[ir.Stmt], kernel: ir.KernelIR,
                   analysis: Analysis) -> tuple[dict[str, bool], dict[str, bool]]:
     """Array parameters that threads may update concurrently: the forward's atomics at SCATTER
     indices (and at UNIFORM ones other than plain adds, which per-chunk locals cannot take),
-    the adjoint's accumulations at SCATTER indices. Each maps to whether all of its sites can
+    the adjoint's accumulations at SCATTER indices (and at UNIFORM ones into the adjoint of an
+    array the kernel writes, which it reads back). Each maps to whether all of its sites can
     add into a per-chunk replica (atomic adds and subtracts whose result is unused, into an
     array the kernel neither reads nor stores to: a thread must see its own adds, ``a = x[j];
     x[j] += 1.0; b = x[j]``, and its stores must land after them, ``x[j] += 1.0; x[i] = 5.0``;
