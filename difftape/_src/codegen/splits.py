@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from .. import dtypes
 from ..frontend import ir
+from ..frontend.unroll import folded_bool
 from .offsets import constant, definitions, invariant, thread_offset
 from .signs import assigned
 
@@ -236,16 +237,6 @@ def _folded(e: ir.Expr, known: dict[str, bool]) -> ir.Expr:
             return ir.Const(dtypes.bool_, not inner.value)
         return e if inner is e.args[0] else dataclasses.replace(e, args=(inner,))
     if isinstance(e, ir.BoolOp):
-        decisive = e.op == "or"  # the value that decides the whole: True for or, False for and
-        values = []
-        for v in e.values:
-            v = _folded(v, known)
-            if isinstance(v, ir.Const):
-                if bool(v.value) == decisive:
-                    return ir.Const(dtypes.bool_, decisive)
-                continue
-            values.append(v)
-        if not values:
-            return ir.Const(dtypes.bool_, not decisive)
-        return values[0] if len(values) == 1 else dataclasses.replace(e, values=tuple(values))
+        return folded_bool(dataclasses.replace(e, values=tuple(_folded(v, known)
+                                                               for v in e.values)))
     return e

@@ -145,7 +145,7 @@ def _copy(node, var: str, constant: ir.Const):
         if isinstance(copied, ir.Call):
             return _folded(copied)
         if isinstance(copied, ir.BoolOp):
-            return _folded_bool(copied)
+            return folded_bool(copied)
         if isinstance(copied, ir.CheckedIndex) and isinstance(copied.value, ir.Const) and (
                 -copied.size <= copied.value.value < copied.size):
             return copied.value  # in range: nothing left to check
@@ -153,7 +153,7 @@ def _copy(node, var: str, constant: ir.Const):
     return node
 
 
-def _folded_bool(e: ir.BoolOp) -> ir.Expr:
+def folded_bool(e: ir.BoolOp) -> ir.Expr:
     """``a and b``/``a or b`` without its constant operands: a deciding one decides it."""
     deciding = e.op == "or"  # the value that ends the evaluation
     rest = []
