@@ -157,10 +157,14 @@ def classify_index(ref: ir.ArrayRef, indices: tuple[ir.Expr, ...], kernel: ir.Ke
     return SCATTER
 
 
-def touched_otherwise(kernel: ir.KernelIR, param: str) -> bool:
-    """Whether ``kernel`` reads array ``param`` or stores to it (not only adds into it): its
-    adds then go to the array itself, in order with those accesses."""
-    return param in kernel.read_arrays or param in kernel.stored_arrays
+def plain_add(s: ir.Atomic, kernel: ir.KernelIR, analysis: Analysis) -> bool:
+    """Whether atomic ``s`` may add into a per-chunk copy or local summed in afterwards: an add
+    or subtract whose result is unused, into an array the kernel neither reads nor stores to
+    (a thread must read back its own adds, ``a = x[j]; x[j] += 1.0; b = x[j]``, and its stores
+    must land after them, ``x[j] += 1.0; x[i] = 5.0``)."""
+    param = s.array.param
+    return s.op in ("add", "sub") and s.result not in analysis.read \
+        and param not in kernel.read_arrays and param not in kernel.stored_arrays
 
 
 def scatter_sites(body: list[ir.Stmt], kernel: ir.KernelIR,
@@ -169,21 +173,17 @@ def scatter_sites(body: list[ir.Stmt], kernel: ir.KernelIR,
     indices (and at UNIFORM ones other than plain adds, which per-chunk locals cannot take),
     the adjoint's accumulations at SCATTER indices (and at UNIFORM ones into the adjoint of an
     array the kernel writes, which it reads back). Each maps to whether all of its sites can
-    add into a per-chunk replica (atomic adds and subtracts whose result is unused, into an
-    array the kernel neither reads nor stores to: a thread must see its own adds, ``a = x[j];
-    x[j] += 1.0; b = x[j]``, and its stores must land after them, ``x[j] += 1.0; x[i] = 5.0``;
-    the adjoint's, into the adjoint of an array the kernel never writes); without replicas they
-    need atomics in parallel code."""
+    add into a per-chunk replica (the forward's: ``plain_add``; the adjoint's: into the adjoint
+    of an array the kernel never writes); without replicas they need atomics in parallel code."""
     forward: dict[str, bool] = {}
     adjoint: dict[str, bool] = {}
     for s in ir.walk_stmts(body):
         if isinstance(s, ir.Atomic):
             mode = classify_index(s.array, s.indices, kernel, analysis)
-            plain_add = s.op in ("add", "sub") and s.result not in analysis.read \
-                and not touched_otherwise(kernel, s.array.param)
-            if mode == SCATTER or (mode == UNIFORM and not plain_add):
+            plain = plain_add(s, kernel, analysis)
+            if mode == SCATTER or (mode == UNIFORM and not plain):
                 forward[s.array.param] = forward.get(s.array.param, True) and \
-                    plain_add and mode == SCATTER
+                    plain and mode == SCATTER
         for root in ir.statement_exprs(s):
             for e in ir.walk_expr(root):
                 if not isinstance(e, ir.Load) or \

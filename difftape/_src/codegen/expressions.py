@@ -157,7 +157,9 @@ class ExprCoder:
         (a grid cell, ``f[si[s]]``) joined the add into component ``c +- 1`` of the same row
         that ``out`` holds last (comments aside): one two-lane load, add and store instead of
         two of each (``rt_add_pair``). Rows indexed by the thread stay apart: LLVM vectorizes
-        those as interleaved groups."""
+        those as interleaved groups. The later value may be computed before the earlier add:
+        a replica's array is one the kernel (or its adjoint) never reads
+        (``activity.scatter_sites``)."""
         last, self.previous_add = self.previous_add, None
         component = constant(indices[-1]) if len(indices) > ref.ndim else None
         if (last is None or component is None or last.out is not out or last.level != out.level
@@ -165,9 +167,7 @@ class ExprCoder:
                 != (view, ref.param, tuple(codes[:-1]), sign, guard)
                 or abs(component - last.component) != 1
                 or not any(reads_arrays(i, self.data) for i in indices[:ref.ndim])
-                or not all(text.lstrip().startswith("#") for text in out.lines[last.line + 1:])
-                or any(re.search(rf"\b{re.escape(name)}\b", v)
-                       for name in (view, ref.param) for v in (value, last.value))):
+                or not all(text.lstrip().startswith("#") for text in out.lines[last.line + 1:])):
             return False
         low, values = ((last.component, (last.value, value)) if last.component < component
                        else (component, (value, last.value)))

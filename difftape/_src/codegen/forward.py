@@ -15,7 +15,7 @@ from __future__ import annotations
 from .. import dtypes
 from ..frontend import ir
 from . import naming
-from .activity import SCATTER, UNIFORM, Analysis, classify_index, touched_otherwise
+from .activity import SCATTER, UNIFORM, Analysis, classify_index, plain_add
 from .emitter import SourceBuilder, cast
 from .expressions import ExprCoder
 from .strips import STRIP
@@ -212,15 +212,12 @@ class ForwardWriter(ExprCoder):
         idx = self.index_code(s.indices, ref=s.array)
         mode = classify_index(s.array, s.indices, self.kernel, self.analysis)
         target = f"{s.result} = " if s.result else ""
-        # adds into an array the kernel reads or stores to go to the array, in order with those
-        # accesses, not to a replica or a private local (``scatter_sites``)
-        plain_add = s.op in ("add", "sub") and s.result not in self.analysis.read \
-            and not touched_otherwise(self.kernel, s.array.param)
+        plain = plain_add(s, self.kernel, self.analysis)
         sign = "+" if s.op == "add" else "-"
-        if self.replicated[0].get(ref) and plain_add:  # the array's adds go to the chunk's copy
+        if self.replicated[0].get(ref) and plain:  # the array's adds go to the chunk's copy
             self.replica_add(ref, s.array, s.indices, sign, value, "", out)
             return
-        if mode == UNIFORM and plain_add:
+        if mode == UNIFORM and plain:
             out.line(f"{self.private(ref, idx, '', t)} {sign}= {value}")
             return
         if self.parallel and mode in (SCATTER, UNIFORM):

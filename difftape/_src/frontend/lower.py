@@ -23,7 +23,7 @@ from .struct_values import (
     struct_array_param,
     struct_param,
 )
-from .targets import TargetLowering, part_type, reads_target
+from .targets import TargetLowering, part_type
 from .typecheck import (
     ExpressionTyper,
     compute_type,
@@ -329,10 +329,7 @@ class Lowerer(CallLowering, TargetLowering, ExpressionTyper):
         elif not isinstance(value, CompValue) or value.type is not t:
             self.fail(node, f"the value must be a {dtypes.type_name(t)}", KernelTypeError)
         else:
-            comps = value.comps
-            if any(reads_target(c, ref, []) for c in comps[1:]):
-                # the value is computed before its first component is added in
-                comps = [self.stage(c) for c in comps]
+            comps = self.computed_first(value.comps, ref, [])
         self.ctx.written_arrays.add(ref.param)
         results = []
         for idx, c in zip(indices, comps):
@@ -368,10 +365,7 @@ class Lowerer(CallLowering, TargetLowering, ExpressionTyper):
                 got = dtypes.type_name(value.type)
                 self.fail(target, f"the array element has type {dtypes.type_name(ref.dtype)} "
                           f"but the value has type {got}", KernelTypeError)
-            comps = value.comps
-            if any(reads_target(c, ref, []) for c in comps[1:]):
-                # computed before any component changes (``x[i] = wp.vec2(x[i][1], x[i][0])``)
-                comps = [self.stage(c) for c in comps]
+            comps = self.computed_first(value.comps, ref, [])
             for pos, c in zip(slot_positions(ref.dtype), comps):
                 self.emit(ir.Store(array=ref, indices=indices + tuple(
                     ir.Const(dtypes.int32, k) for k in pos), value=c))

@@ -34,10 +34,10 @@ class TargetLowering:
             return base.assign_field(self, target, value)
         ref, choices = self.component_target(target)
         comps = self.part_components(target, value, len(choices[0][1]))
-        if len(choices) > 1 or len(comps) > 1 and any(
-                reads_target(c, ref, choices) for c in comps):
-            # values computed once, before any slot changes (``m[0] = wp.vec2(m[0][1], m[0][0])``)
+        if len(choices) > 1:  # values computed once, whichever slots the index picks
             comps = [self.stage(c) for c in comps]
+        else:
+            comps = self.computed_first(comps, ref, choices)
         if ref is not None:
             self.ctx.written_arrays.add(ref.param)
             self.ctx.stored_arrays.add(ref.param)
@@ -54,6 +54,15 @@ class TargetLowering:
             else:
                 self.emit(ir.If(cond=cond, body=stores, orelse=[]))
         return None
+
+    def computed_first(self, comps: list[ir.Expr], ref: ir.ArrayRef | None,
+                       choices: list) -> list[ir.Expr]:
+        """``comps``, written one slot after the other, each in a temporary when a later one
+        reads what writing the earlier ones changes (slots of ``ref``, or of a local): values
+        are computed before any slot changes (``m[0] = wp.vec2(m[0][1], m[0][0])``)."""
+        if any(_reads_target(c, ref, choices) for c in comps[1:]):
+            return [self.stage(c) for c in comps]
+        return list(comps)
 
     def part_components(self, target: ast.AST, value, count: int) -> list[ir.Expr]:
         """The scalar components assigned to ``count`` slots (a scalar for one, a vector for a row)."""
@@ -145,7 +154,7 @@ class TargetLowering:
             dtypes.bool_, "and", tuple(conds)), positions) for conds, positions, _ in choices]
 
 
-def reads_target(e: ir.Expr, ref: ir.ArrayRef | None, choices: list) -> bool:
+def _reads_target(e: ir.Expr, ref: ir.ArrayRef | None, choices: list) -> bool:
     """Whether ``e`` reads what an assignment to ``choices`` (slots of ``ref``, or of a local)
     changes."""
     if ref is not None:
