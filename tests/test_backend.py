@@ -367,6 +367,43 @@ def test_auto_mode_uses_as_many_chunks_as_copies_fit(chunk_counts, monkeypatch):
         np.testing.assert_array_equal(out.numpy(), 2.0 * index)
 
 
+@wp.kernel
+def splat_twelve(x: wp.array(dtype=wp.float64), grid: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    for k in range(12):  # unrolled: 12 scatter adds per thread
+        wp.atomic_add(grid, (i * 5 + k * 31) % grid.shape[0], x[i] * wp.float64(k + 1))
+
+
+def test_auto_mode_budgets_copies_by_the_adds_of_a_thread(chunk_counts, monkeypatch):
+    """A launch whose threads add more than REPLICA_ELEMENTS_PER_THREAD (8) elements each gets
+    copies holding up to as many elements as it adds (a particle splatting into 27 grid cells
+    runs faster replicated than serially), then the fixed budget's way: atomics on 16 threads."""
+    from difftape._src import launch
+
+    monkeypatch.setattr(launch.numba, "get_num_threads", lambda: 16)
+    monkeypatch.setattr(wp.config, "cpu_parallel", "auto")
+    monkeypatch.setattr(wp.config, "parallel_threshold", 100)
+    assert splat_twelve.scatter_adds() == (12, 0)
+    assert gather_scaled.scatter_adds() == (0, 1)
+    rows = 200
+    x = wp.array(np.arange(rows, dtype=np.float64), requires_grad=True)
+    # copies may hold 12 * 200 = 2400 elements in all (8 * 200 = 1600 without the adds)
+    for size, chunks in ((150, 16), (800, 3), (1000, 2), (1200, 2), (1201, 16)):
+        grid = wp.zeros(size, dtype=wp.float64, requires_grad=True)
+        x.grad.zero_()
+        chunk_counts.clear()
+        tape = wp.Tape()
+        with tape:
+            wp.launch(splat_twelve, rows, inputs=[x, grid])
+        tape.backward(grads={grid: wp.array(np.arange(size, dtype=np.float64))})
+        assert chunk_counts == [chunks, 16], size
+        i, k = np.meshgrid(np.arange(rows), np.arange(12), indexing="ij")
+        cells = (i * 5 + k * 31) % size
+        expected = np.bincount(cells.ravel(), (i * (k + 1)).ravel().astype(np.float64), size)
+        np.testing.assert_array_equal(grid.numpy(), expected)
+        np.testing.assert_array_equal(x.grad.numpy(), (cells * (k + 1)).sum(axis=1))
+
+
 @pytest.mark.parametrize("threads", [3, 4, 16])
 def test_auto_mode_uses_atomics_where_copies_do_not_fit(chunk_counts, monkeypatch, threads):
     """Where not even two chunks' copies fit the budget, "auto" runs a launch with atomics on

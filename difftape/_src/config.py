@@ -49,7 +49,8 @@ deterministic: bool = False
 # How CPU launchers use threads (numba.get_num_threads() of them): "serial"; "parallel" (atomics
 # where threads may add to one element); "replicate" (such additions go to a per-thread copy of
 # the array, summed afterwards); or "auto": launches of at least parallel_threshold threads may
-# run in parallel when they need no atomics or their copies are small next to the launch, and
+# run in parallel when they need no atomics or their copies are small next to the launch and its
+# adds (launch.REPLICA_ELEMENTS_PER_THREAD), and
 # otherwise with atomics on 4 threads or more (launch.ATOMICS_FROM_THREADS); the
 # first launches of each kernel direction and size run both ways, and the faster is kept
 # (thread_choice.py). Serially otherwise.

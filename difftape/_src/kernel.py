@@ -16,6 +16,8 @@ import numpy as np
 
 from . import config, dtypes
 from .backends import cpu
+from .codegen import activity
+from .codegen.structure import structure
 from .frontend import ir
 from .frontend.checks import without_checks
 from .frontend.lower import lower_kernel
@@ -83,6 +85,7 @@ class Kernel:
         self._lock = threading.Lock()
         self._concrete: dict | None = None  # a specialisation's annotations for generic params
         self._scatters: tuple[dict, dict] | None = None
+        self._scatter_adds: tuple[int, int] | None = None
         self._specializations: dict[tuple, Kernel] = {}
         functools.update_wrapper(self, fn)
         self.generic_params = [
@@ -154,7 +157,7 @@ class Kernel:
             self._ir = unroll_static_loops(released, int(unroll or 0))
             # Debug programs share it unless the kernel has checks (built on first need).
             self._debug_ir = self._ir if released is self._lowered else None
-            self._scatters = None
+            self._scatters = self._scatter_adds = None
         self._ir_unroll = (epoch, unroll)
         return self._ir
 
@@ -181,12 +184,19 @@ class Kernel:
         parameter maps to whether all of its sites can add into a replica (adds and subtracts
         whose result is unused)."""
         if self._scatters is None:
-            from .codegen.activity import analyze, scatter_sites
-            from .codegen.structure import structure
-
-            body = structure(self.ir)
-            self._scatters = scatter_sites(body, self.ir, analyze(body, self.ir))
+            self._scatters = self._scatter_analysis(activity.scatter_sites)
         return self._scatters
+
+    def scatter_adds(self) -> tuple[int, int]:
+        """Scalar adds one thread of the forward / the adjoint makes at its scatter sites (each
+        site counted once: ``activity.scatter_adds``)."""
+        if self._scatter_adds is None:
+            self._scatter_adds = self._scatter_analysis(activity.scatter_adds)
+        return self._scatter_adds
+
+    def _scatter_analysis(self, analysis):
+        body = structure(self.ir)
+        return analysis(body, self.ir, activity.analyze(body, self.ir))
 
     def scatters(self) -> tuple[bool, bool]:
         """Whether the forward / the adjoint has any scatter site (see ``scatter_sites``)."""

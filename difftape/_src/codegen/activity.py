@@ -167,23 +167,15 @@ def plain_add(s: ir.Atomic, kernel: ir.KernelIR, analysis: Analysis) -> bool:
         and param not in kernel.read_arrays and param not in kernel.stored_arrays
 
 
-def scatter_sites(body: list[ir.Stmt], kernel: ir.KernelIR,
-                  analysis: Analysis) -> tuple[dict[str, bool], dict[str, bool]]:
-    """Array parameters that threads may update concurrently: the forward's atomics at SCATTER
-    indices (and at UNIFORM ones other than plain adds, which per-chunk locals cannot take),
-    the adjoint's accumulations at SCATTER indices (and at UNIFORM ones into the adjoint of an
-    array the kernel writes, which it reads back). Each maps to whether all of its sites can
-    add into a per-chunk replica (the forward's: ``plain_add``; the adjoint's: into the adjoint
-    of an array the kernel never writes); without replicas they need atomics in parallel code."""
-    forward: dict[str, bool] = {}
-    adjoint: dict[str, bool] = {}
+def _scatter_accesses(body: list[ir.Stmt], kernel: ir.KernelIR, analysis: Analysis):
+    """Yield (adjoint, array parameter, replicable) for each scalar access of ``body`` that is a
+    scatter site (see ``scatter_sites``), once per statement, however often a loop runs it."""
     for s in ir.walk_stmts(body):
         if isinstance(s, ir.Atomic):
             mode = classify_index(s.array, s.indices, kernel, analysis)
             plain = plain_add(s, kernel, analysis)
             if mode == SCATTER or (mode == UNIFORM and not plain):
-                forward[s.array.param] = forward.get(s.array.param, True) and \
-                    plain and mode == SCATTER
+                yield False, s.array.param, plain and mode == SCATTER
         for root in ir.statement_exprs(s):
             for e in ir.walk_expr(root):
                 if not isinstance(e, ir.Load) or \
@@ -195,6 +187,29 @@ def scatter_sites(body: list[ir.Stmt], kernel: ir.KernelIR,
                 written = e.array.param in kernel.written_arrays
                 where = classify_index(e.array, e.indices, kernel, analysis)
                 if where == SCATTER or (where == UNIFORM and written):
-                    adjoint[e.array.param] = adjoint.get(e.array.param, True) and \
-                        where == SCATTER and not written
-    return forward, adjoint
+                    yield True, e.array.param, where == SCATTER and not written
+
+
+def scatter_sites(body: list[ir.Stmt], kernel: ir.KernelIR,
+                  analysis: Analysis) -> tuple[dict[str, bool], dict[str, bool]]:
+    """Array parameters that threads may update concurrently: the forward's atomics at SCATTER
+    indices (and at UNIFORM ones other than plain adds, which per-chunk locals cannot take),
+    the adjoint's accumulations at SCATTER indices (and at UNIFORM ones into the adjoint of an
+    array the kernel writes, which it reads back). Each maps to whether all of its sites can
+    add into a per-chunk replica (the forward's: ``plain_add``; the adjoint's: into the adjoint
+    of an array the kernel never writes); without replicas they need atomics in parallel code."""
+    sites: tuple[dict[str, bool], dict[str, bool]] = ({}, {})
+    for adjoint, param, replicable in _scatter_accesses(body, kernel, analysis):
+        found = sites[adjoint]
+        found[param] = found.get(param, True) and replicable
+    return sites
+
+
+def scatter_adds(body: list[ir.Stmt], kernel: ir.KernelIR,
+                 analysis: Analysis) -> tuple[int, int]:
+    """Scalar adds a thread of the forward / the adjoint makes at its scatter sites, counting
+    each site once however often a loop runs it (static loops are unrolled by then)."""
+    counts = [0, 0]
+    for adjoint, _, _ in _scatter_accesses(body, kernel, analysis):
+        counts[adjoint] += 1
+    return counts[0], counts[1]
