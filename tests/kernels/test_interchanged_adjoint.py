@@ -84,6 +84,40 @@ def local_bounds(x: wp.array(dtype=wp.float64), n: int, y: wp.array(dtype=wp.flo
     y[i] = s
 
 
+@wp.kernel
+def coefficients(x: wp.array(dtype=wp.float64), c: wp.array(dtype=wp.float64),
+                 d: wp.array(dtype=wp.vec3d), n: int, y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    xi = x[i]
+    p = wp.float64(1.0)
+    acc = wp.float64(0.0)
+    for k in range(n):
+        t = c[k] * p + c[k] * c[k + 1] * xi  # two sites at c[k], one at c[k + 1]
+        if t > 0.0:
+            acc = acc + t + d[n - 1 - k][1] * p  # a vector's component, under a branch
+        else:
+            acc = acc + d[k][0] * xi + d[k][1] * p + d[k][2]
+        p = p * xi
+    y[i] = acc
+
+
+@wp.kernel
+def branchy_sum(x: wp.array(dtype=wp.float64), c: wp.array(dtype=wp.float64), n: int,
+                y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    xi = x[i]
+    p = wp.float64(1.0)
+    acc = wp.float64(0.0)
+    for k in range(n):
+        t = c[k] * p
+        if t > 0.0:
+            acc = acc + t
+        else:
+            acc = acc + 0.5 * t  # the sum is linear: its reverse reads no value of acc
+        p = p * xi
+    y[i] = acc
+
+
 def _interchanged_adjoint(kernel) -> bool:
     return "rt_carry_" in kernel.source().split("_adjoint(")[1]
 
@@ -99,6 +133,82 @@ def test_which_adjoints_are_interchanged():
     assert "for k_" in source and "in range(rt_trip - 1, -1, -1):" in source
     assert "istack = rt_empty(" in source and "np.int32)" in source  # conditions as int32
     assert "np.int64)" in counted.source().split("_adjoint(")[1]  # an int64 local is saved
+    # adds at c[k] from every thread of a strip: into lane arrays, summed once per iteration
+    assert "rt_lane_flush(" in source and "rt_loop_lane_" in source
+    source = coefficients.source().split("_adjoint(")[1]
+    assert _interchanged_adjoint(coefficients)
+    assert source.count("= rt_stack_zeros(512") == 2 + 4  # c[k], c[k + 1]; d's 3 + d[.][1]
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_a_sum_nothing_reads_back_is_not_carried(threading, mode):
+    """The replay of a loop-carried sum whose reverse reads no value of it (the benchmark's
+    dynamic loop) is dead code: the loop's replay leaves no copy of it per iteration, and the
+    gradients are still the per-thread code's."""
+    source = branchy_sum.source().split("_adjoint(")[1]
+    assert _interchanged_adjoint(branchy_sum)
+    assert source.count("rt_carry_acc[uint64(rt_lane)] = acc") == 1  # the first phase's only
+    assert source.count("rt_carry_p[uint64(rt_lane)] = p") == 2  # p: the reverse reads it
+    threading(mode)
+    size, n = STRIP + 19, 11
+    rng = np.random.default_rng(13)
+    x, c = rng.uniform(-0.99, 0.99, size), rng.uniform(-1.0, 1.0, n)
+
+    def run():
+        xa = wp.array(x, dtype=wp.float64, requires_grad=True)
+        y = wp.zeros(size, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(branchy_sum, size, inputs=[xa, wp.array(c, dtype=wp.float64), n],
+                      outputs=[y])
+        tape.backward(grads={y: wp.ones(size, dtype=wp.float64)})
+        return xa.grad.numpy(), y.numpy()
+
+    (gx, y), (gx_ref, y_ref) = run(), debug_reference(run)
+    np.testing.assert_array_equal(y, y_ref)
+    np.testing.assert_array_equal(gx, gx_ref)
+    powers = x[:, None] ** np.arange(n)
+    weights = np.where(c * powers > 0.0, 1.0, 0.5)
+    np.testing.assert_allclose(gx, (weights * c * np.arange(n) * x[:, None] ** np.maximum(
+        np.arange(n) - 1, 0)).sum(axis=1), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto", "parallel", "replicate"])
+def test_loop_indexed_adds_from_every_thread(threading, mode):
+    """Adjoints of coefficients the loop's variable picks, added by every thread of a strip
+    at each iteration: the threads' gradients are the per-thread code's, and the coefficients'
+    theirs up to summation order; all of them match finite differences."""
+    threading(mode)
+    size, n = 2 * STRIP + 37, 7
+    rng = np.random.default_rng(12)
+    x = rng.uniform(-0.95, 0.95, size)
+    c = rng.uniform(-1.0, 1.0, n + 1)
+    d = rng.uniform(-1.0, 1.0, (n, 3))
+    seed_y = rng.standard_normal(size)
+
+    def run():
+        xa = wp.array(x, dtype=wp.float64, requires_grad=True)
+        ca = wp.array(c, dtype=wp.float64, requires_grad=True)
+        da = wp.array(d, dtype=wp.vec3d, requires_grad=True)
+        y = wp.zeros(size, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(coefficients, size, inputs=[xa, ca, da, n], outputs=[y])
+        tape.backward(grads={y: wp.array(seed_y, dtype=wp.float64)})
+        return xa.grad.numpy(), ca.grad.numpy(), da.grad.numpy(), y.numpy()
+
+    got, want = run(), debug_reference(run)
+    np.testing.assert_array_equal(got[3], want[3])
+    np.testing.assert_array_equal(got[0], want[0]) if mode == "serial" else \
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12)
+    for g, w in zip(got[1:3], want[1:3]):
+        np.testing.assert_allclose(g, w, rtol=1e-11, atol=1e-11)
+    if mode == "auto":
+        def taped(a):
+            wp.launch(coefficients, 40, inputs=[a["x"], a["c"], a["d"], n], outputs=[a["y"]])
+
+        check_tape(taped, {"x": x[:40], "c": c, "d": d}, {"y": np.zeros(40)},
+                   {"x": wp.float64, "c": wp.float64, "d": wp.vec3d, "y": wp.float64})
 
 
 def _horner_run(size, n, seed):

@@ -27,7 +27,7 @@ from ..codegen.adjoint import AdjointWriter
 from ..codegen.emitter import ConstantPool, SourceBuilder
 from ..codegen.forward import PHASE_MARK, ForwardWriter
 from ..codegen.inline_rules import FLOAT32_ONLY
-from ..codegen.interchange import Interchange, parse_phase, phase_flow, stack_moves
+from ..codegen.interchange import Interchange, live_names, parse_phase, phase_flow, stack_moves
 from ..codegen.interchange import plan as interchange_plan
 from ..codegen.offsets import RowWindow, definitions, row_window
 from ..codegen.signs import nonnegative_locals
@@ -278,6 +278,7 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
                parts["counter"], parts["reverse_counter"], *parts["names"].values(),
                *(f"tid{k}" for k in range(variant.rank))}
     outside |= {local for local, _, _, _, _ in writer.privates}
+    outside |= {lane for lane, _, _ in writer.loop_lane_flushes}
     # Phases 1 and 3 run once per iteration of the loop: what they leave can reach themselves.
     later = [set().union(*(e for _, e in flows[k + (k not in (1, 3)):])) for k in range(5)]
     types = {**kernel.locals, **writer.declared}
@@ -294,7 +295,10 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
     # carried local: the value it assigned, else that zero.
     loads = [[]] + [[v for v in carried if v in e] for _, e in flows[1:]]
     saves = [[(v, v if v in flows[0][0] else writer.zero(t)) for v, t in carried.items()]]
-    saves += [[(v, v) for v in carried if v in a and v in later[k]]
+    # Later phases leave only what something reads (the first phase's values stay: a dead
+    # local's loads then read those, into arithmetic LLVM drops).
+    live = live_names(trees)
+    saves += [[(v, v) for v in carried if v in a and v in later[k] and v in live]
               for k, (a, _) in enumerate(flows) if k]
     return writer, SwappedAdjoint(phases, carried, loads, saves, moves, parts)
 
@@ -442,6 +446,9 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
         setup += [f"rt_carry_{v} = rt_stack_array({STRIP}, np.{t.__name__})"
                   for v, t in swap.carried.items()]
         writer.runtime.add("rt_stack_array")
+    if swapped_adjoint:
+        setup += [f"{lane} = rt_stack_zeros({STRIP}, np.{t.__name__}, {STRIP})"
+                  for lane, t, _ in writer.loop_lane_flushes]
     if variant.flush_denormals:  # per call: each thread running a chunk sets its own state
         writer.runtime.update(("rt_fp_control", "rt_set_fp_control"))
         setup.append("rt_fp_saved = rt_fp_control(); "

@@ -179,6 +179,11 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
         threads(2)
         with out.block(f"for {parts['reverse_counter']} in range(rt_trip - 1, -1, -1):"):
             threads(3)
+            if writer.loop_lane_flushes:  # the iteration's adds at one index, per site
+                out.line(parts["reverse"][0])  # the loop variable, which the indices read
+                for _, _, lines in writer.loop_lane_flushes:
+                    for line in lines:
+                        out.line(line)
         threads(4)
 
 

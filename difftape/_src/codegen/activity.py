@@ -138,23 +138,28 @@ def classify_index(ref: ir.ArrayRef, indices: tuple[ir.Expr, ...], kernel: ir.Ke
     if kernel.tid_vars and names == list(kernel.tid_vars) and all(n in stable for n in names):
         return PRIVATE
 
-    def thread_invariant(e: ir.Expr) -> bool:
-        if isinstance(e, ir.Const):
-            return True
-        if isinstance(e, ir.Var):
-            p = analysis.params.get(e.name)
-            return p is not None and not p.is_array and e.name in stable
-        if isinstance(e, ir.Shape):
-            return all(thread_invariant(x) for x in e.array.prefix)
-        if isinstance(e, ir.Call):
-            return all(thread_invariant(a) for a in e.args)
-        if isinstance(e, ir.Cast):
-            return thread_invariant(e.value)
-        return False
-
-    if all(thread_invariant(e) for e in indices):
+    if all(thread_invariant(e, analysis) for e in indices):
         return UNIFORM
     return SCATTER
+
+
+def thread_invariant(e: ir.Expr, analysis: Analysis, same: frozenset[str] = frozenset()) -> bool:
+    """Whether ``e`` has one value in every thread: built from constants, scalar parameters
+    the kernel never assigns, shapes, and the locals ``same`` (known to be equal everywhere)."""
+    if isinstance(e, ir.Const):
+        return True
+    if isinstance(e, ir.Var):
+        if e.name in same:
+            return True
+        p = analysis.params.get(e.name)
+        return p is not None and not p.is_array and e.name in analysis.single_assigned
+    if isinstance(e, ir.Shape):
+        return all(thread_invariant(x, analysis, same) for x in e.array.prefix)
+    if isinstance(e, ir.Call):
+        return all(thread_invariant(a, analysis, same) for a in e.args)
+    if isinstance(e, ir.Cast):
+        return thread_invariant(e.value, analysis, same)
+    return False
 
 
 def plain_add(s: ir.Atomic, kernel: ir.KernelIR, analysis: Analysis) -> bool:

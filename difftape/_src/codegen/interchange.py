@@ -171,6 +171,46 @@ def phase_flow(tree: ast.Module) -> tuple[set[str], set[str]]:
     return _stores(tree), exposed
 
 
+def live_names(trees: list[ast.Module]) -> set[str]:
+    """The locals whose values the phases' effects depend on: those read by a statement other
+    than an assignment to a plain name (stores into arrays and stacks, a branch's test, a
+    loop's range, a call made for its effect) and, in turn, those an assignment to a live local
+    reads. A carried local outside this set (a loop-carried sum the reverse sweep never reads)
+    need not be carried: the replay's arithmetic on it is dead code once nothing stores it."""
+    assigns: list[tuple[set[str], set[str]]] = []  # (targets, names read), plain names only
+    live: set[str] = set()
+
+    def visit(stmts: list[ast.stmt]) -> None:
+        for s in stmts:
+            if isinstance(s, ast.If):
+                live.update(_loads(s.test))
+                visit(s.body)
+                visit(s.orelse)
+            elif isinstance(s, (ast.For, ast.While)):
+                live.update(_loads(s.iter if isinstance(s, ast.For) else s.test))
+                visit(s.body)
+            elif isinstance(s, (ast.Assign, ast.AugAssign)) and all(
+                    isinstance(t, ast.Name) for t in (
+                        s.targets if isinstance(s, ast.Assign) else [s.target])):
+                reads = _loads(s.value)
+                if isinstance(s, ast.AugAssign):
+                    reads.add(s.target.id)
+                assigns.append((_stores(s), reads))
+            else:
+                live.update(_loads(s))
+
+    for tree in trees:
+        visit(tree.body)
+    changed = True
+    while changed:
+        changed = False
+        for targets, reads in assigns:
+            if targets & live and not reads <= live:
+                live |= reads
+                changed = True
+    return live
+
+
 def stack_moves(tree: ast.Module) -> dict[str, int] | None:
     """How far a phase moves each stack's top (``ftop``, ``itop``), or None where that differs
     between paths: a branch whose arms save different counts, a loop that saves. The stacks of
