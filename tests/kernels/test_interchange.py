@@ -89,6 +89,21 @@ def var_after(x: wp.array(dtype=wp.float64), n: int, y: wp.array(dtype=wp.float6
     y[i] = s + wp.float64(k)
 
 
+@wp.kernel
+def moments(x: wp.array(dtype=wp.float64), n: int, s: wp.array(dtype=wp.float64),
+            d: wp.array(dtype=wp.vec3d), old: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    p = wp.float64(1.0)
+    for k in range(n):
+        wp.atomic_add(s, k, p)  # the same element for every thread at each iteration
+        wp.atomic_sub(s, k + 1, 0.5 * p)
+        wp.atomic_add(d, n - 1 - k, wp.vec3d(p, x[i], 1.0))
+        if x[i] > 0.0:
+            wp.atomic_add(s, k, x[i])  # under a branch: into s[k]'s lane array too
+        wp.atomic_add(old, k, 1.0)
+        p = p * x[i]
+
+
 def _interchanged(kernel) -> bool:
     return "rt_carry_" in kernel.source().split("_adjoint(")[0]
 
@@ -123,6 +138,46 @@ def test_values_are_bit_identical(threading, mode, size):
         return y.numpy()
 
     np.testing.assert_array_equal(run(), debug_reference(run))
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto", "parallel", "replicate"])
+def test_adds_at_the_loop_index_from_every_thread(threading, mode):
+    """Atomics at an index only the loop's variable varies (every thread of a strip adds into
+    ``s[k]`` at iteration k) go to lane arrays summed once per iteration: the sums match the
+    per-thread code's up to their order, and float64 references; gradients match finite
+    differences."""
+    source = moments.source().split("def moments_adjoint")[0]
+    assert _interchanged(moments)
+    assert source.count("= rt_stack_zeros(512") == 2 + 3 + 1  # s[k] (both), s[k + 1]; d; old
+    threading(mode)
+    size, n = 2 * STRIP + 29, 6
+    x = np.random.default_rng(14).uniform(-0.95, 0.95, size)
+
+    def run():
+        s = wp.zeros(n + 1, dtype=wp.float64)
+        d = wp.zeros(n, dtype=wp.vec3d)
+        old = wp.zeros(n, dtype=wp.float64)
+        wp.launch(moments, size, inputs=[wp.array(x, dtype=wp.float64), n], outputs=[s, d, old])
+        return s.numpy(), d.numpy(), old.numpy()
+
+    got, want = run(), debug_reference(run)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+    powers = x[:, None] ** np.arange(n)
+    s_ref = np.zeros(n + 1)
+    s_ref[:n] += powers.sum(0) + np.where(x > 0, x, 0.0).sum()
+    s_ref[1:] -= 0.5 * powers.sum(0)
+    np.testing.assert_allclose(got[0], s_ref, rtol=1e-11, atol=1e-11)
+    np.testing.assert_allclose(got[1][::-1], np.stack(
+        [powers.sum(0), np.full(n, x.sum()), np.full(n, float(size))], axis=1), rtol=1e-11)
+    np.testing.assert_array_equal(got[2], np.full(n, float(size)))
+    if mode == "auto":
+        def taped(a):
+            wp.launch(moments, 30, inputs=[a["x"], n], outputs=[a["s"], a["d"], a["old"]])
+
+        check_tape(taped, {"x": x[:30]},
+                   {"s": np.zeros(n + 1), "d": np.zeros((n, 3)), "old": np.zeros(n)},
+                   {"x": wp.float64, "s": wp.float64, "d": wp.vec3d, "old": wp.float64})
 
 
 @pytest.mark.parametrize("mode", ["serial", "auto"])

@@ -241,7 +241,9 @@ def _write_interchanged(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Intercha
     phases = [SourceBuilder(), SourceBuilder(), SourceBuilder()]
     writer.write(swap.pre, phases[0], replay=False)
     bounds = tuple(writer.code(e) for e in (swap.loop.start, swap.loop.stop, swap.loop.step))
+    writer.lane_var = swap.loop.var
     writer.write(swap.loop.body, phases[1], replay=False)
+    writer.lane_var = None
     writer.write(swap.post, phases[2], replay=False)
     return writer, phases, bounds
 
@@ -446,9 +448,8 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
         setup += [f"rt_carry_{v} = rt_stack_array({STRIP}, np.{t.__name__})"
                   for v, t in swap.carried.items()]
         writer.runtime.add("rt_stack_array")
-    if swapped_adjoint:
-        setup += [f"{lane} = rt_stack_zeros({STRIP}, np.{t.__name__}, {STRIP})"
-                  for lane, t, _ in writer.loop_lane_flushes]
+    setup += [f"{lane} = rt_stack_zeros({STRIP}, np.{t.__name__}, {STRIP})"
+              for lane, t, _ in writer.loop_lane_flushes]
     if variant.flush_denormals:  # per call: each thread running a chunk sets its own state
         writer.runtime.update(("rt_fp_control", "rt_set_fp_control"))
         setup.append("rt_fp_saved = rt_fp_control(); "

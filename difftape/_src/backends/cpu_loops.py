@@ -212,6 +212,9 @@ def interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder
             saves = [f"rt_carry_{v}[{at}] = {v}" for v in swap.carried if v in changed]
             with out.block("for t0 in range(rt_strip, rt_strip_end):"):
                 thread_body(kernel, variant, out, prologue + loads + phases[1].lines + saves)
+            for _, _, lines in writer.loop_lane_flushes:  # the iteration's adds at one index
+                for line in lines:
+                    out.line(line)
         with out.block("for t0 in range(rt_strip, rt_strip_end):"):
             loads = [f"{v} = rt_carry_{v}[{at}]" for v in swap.carried]
             thread_body(kernel, variant, out, prologue + loads + phases[2].lines)

@@ -12,23 +12,13 @@ from __future__ import annotations
 from .. import dtypes
 from ..frontend import ir
 from . import naming
-from .activity import SCATTER, UNIFORM, classify_index, thread_invariant
+from .activity import SCATTER, UNIFORM, classify_index
 from .emitter import SourceBuilder
 from .forward import PHASE_MARK, ForwardWriter
 
 
 class AdjointWriter(ForwardWriter):
     """Adds the reverse sweep to the forward/replay writer."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        # While writing the reverse of an interchanged loop (``swap_loop``: one iteration, run
-        # by every thread of a strip), adds at an index only the loop's variable varies (a
-        # coefficient ``c[k]``'s adjoint) go to a lane array per site, summed into the adjoint
-        # once per iteration (``cpu_loops``): (lane array, element type, the flush's lines).
-        self.in_swap_reverse = False
-        self.loop_lanes: dict[tuple[str, str], str] = {}
-        self.loop_lane_flushes: list[tuple[str, type, list[str]]] = []
 
     def reverse(self, stmts: list[ir.Stmt], out: SourceBuilder) -> None:
         self.in_reverse = True
@@ -53,7 +43,9 @@ class AdjointWriter(ForwardWriter):
             return
         p = ref.param
         flag, adj = naming.has_adjoint_flag(p), naming.adjoint_array(p)
-        if self.in_swap_reverse and self.loop_lane(ref, indices, g, out):
+        if p not in self.kernel.written_arrays and self.loop_lane(
+                ref, indices, g, flag, out, lambda total, flush: self.accumulate(
+                    ref, indices, total, flush, None)):
             return
         if self.replicated[1].get(p):  # every add into this adjoint goes to the chunk's copy
             self.replica_add(adj, ref, indices, "+", g, flag, out, temps)
@@ -67,36 +59,6 @@ class AdjointWriter(ForwardWriter):
             out.line(f"if {flag}: rt_atomic_add({adj}, ({idx},), {g})")
         else:
             out.line(f"if {flag}: {adj}[{idx}] += {g}")
-
-    def loop_lane(self, ref: ir.ArrayRef, indices, g: str, out: SourceBuilder) -> bool:
-        """Whether the add of ``g`` into the adjoint of ``ref`` at ``indices``, in the reverse
-        of the interchanged loop, went to the thread's lane of a lane array: an index the same
-        in every thread at each iteration (``c[k]``, ``k`` the loop's variable) of an array
-        the kernel never writes. Added in place, every thread's add waited on the one before
-        and kept the strip's loop scalar: 1M threads of a 64-term polynomial's coefficient
-        adjoints took 112 ms against 33 without them."""
-        p = ref.param
-        if p in self.kernel.written_arrays or classify_index(
-                ref, indices, self.kernel, self.analysis) != SCATTER or not all(
-                thread_invariant(e, self.analysis, frozenset({self.swap_loop.var}))
-                for e in indices):
-            return False
-        element = dtypes.scalar_of(ref.dtype)
-        element = dtypes.float32 if element is dtypes.float16 else element
-        key = (p, ", ".join(self.index_codes(indices, None, ref)))
-        lane = self.loop_lanes.get(key)
-        if lane is None:
-            self.counter += 1
-            lane = self.loop_lanes[key] = f"rt_loop_lane_{self.counter}"
-            flush = SourceBuilder()
-            self.in_swap_reverse = False  # the flush's add: this site's own way
-            self.accumulate(ref, indices, f"rt_lane_flush({lane}, rt_strip_end - rt_strip)",
-                            flush, None)
-            self.in_swap_reverse = True
-            self.loop_lane_flushes.append((lane, element, flush.lines))
-            self.runtime.update(("rt_lane_flush", "rt_stack_zeros"))
-        out.line(f"if {naming.has_adjoint_flag(p)}: {lane}[uint64(rt_lane)] += {g}")
-        return True
 
     def has_gradient(self, ref: ir.ArrayRef) -> bool:
         return dtypes.is_float(dtypes.scalar_of(ref.dtype))
@@ -214,9 +176,9 @@ class AdjointWriter(ForwardWriter):
         self.flush(out)
         if s is self.swap_loop:  # one iteration's reverse, run for every thread of a strip
             k = f"k_{self.counter_next()}"
-            self.in_swap_reverse = True
+            self.lane_var = s.var
             body = self.nested(s.body, 0, loop=True)
-            self.in_swap_reverse = False
+            self.lane_var = None
             position = f"int32({names['start']} + {k} * {names['step']})"
             self.swap_parts.update(reverse_counter=k,
                                    reverse=[f"{s.var} = {position}"] + body.lines)

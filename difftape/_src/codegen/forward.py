@@ -12,10 +12,12 @@ function for: a kernel of transform statements compiled 5-10% faster, and ran as
 
 from __future__ import annotations
 
+import dataclasses
+
 from .. import dtypes
 from ..frontend import ir
 from . import naming
-from .activity import SCATTER, UNIFORM, Analysis, classify_index, plain_add
+from .activity import SCATTER, UNIFORM, Analysis, classify_index, plain_add, thread_invariant
 from .emitter import SourceBuilder, cast
 from .expressions import ExprCoder
 from .strips import STRIP
@@ -62,6 +64,16 @@ class ForwardWriter(ExprCoder):
         # rt_lane``).
         self.swap_loop: ir.For | None = None
         self.swap_parts: dict = {}
+        # While one iteration of an interchanged loop is written (run by every thread of a
+        # strip: the forward's loop body, the adjoint's loop reverse), ``lane_var`` is the
+        # loop's variable: adds at an index only it varies (``atomic_add(s, k, v)``, the
+        # gradient of ``c[k]``) go to a lane array per site (``loop_lane``), summed into the
+        # array after each iteration's threads (``cpu_loops``): (lane array, element type, the
+        # flush's lines).
+        self.lane_var: str | None = None
+        self.lane_index = "uint64(t0 - rt_strip)"
+        self.loop_lanes: dict[tuple[str, str], str] = {}
+        self.loop_lane_flushes: list[tuple[str, type, list[str]]] = []
 
     # ------------------------------------------------------------ stack
 
@@ -208,12 +220,20 @@ class ForwardWriter(ExprCoder):
                     self.push(s.result, t, out)
                 out.line(f"{s.result} = {self.zero(t)}")
             return
-        ref, value = s.array.param, self.code(s.value)
-        idx = self.index_code(s.indices, ref=s.array)
+        self.atomic(s, self.code(s.value), out)
+
+    def atomic(self, s: ir.Atomic, value: str, out: SourceBuilder) -> None:
+        """The primal forward's update of ``s``'s array by ``value`` (code)."""
+        ref, t = s.array.param, s.value.type
         mode = classify_index(s.array, s.indices, self.kernel, self.analysis)
         target = f"{s.result} = " if s.result else ""
         plain = plain_add(s, self.kernel, self.analysis)
         sign = "+" if s.op == "add" else "-"
+        if plain and self.loop_lane(s.array, s.indices, value if sign == "+" else f"(-{value})",
+                                    "", out, lambda total, flush: self.atomic(
+                                        _as_add(s), total, flush)):
+            return
+        idx = self.index_code(s.indices, ref=s.array)
         if self.replicated[0].get(ref) and plain:  # the array's adds go to the chunk's copy
             self.replica_add(ref, s.array, s.indices, sign, value, "", out)
             return
@@ -231,6 +251,38 @@ class ForwardWriter(ExprCoder):
             out.line(f"{ref}[{idx}] {'+' if s.op == 'add' else '-'}= {value}")
         else:
             out.line(f"{ref}[{idx}] = {s.op}({ref}[{idx}], {value})")
+
+    def loop_lane(self, ref: ir.ArrayRef, indices, value: str, guard: str, out: SourceBuilder,
+                  add_total) -> bool:
+        """Whether the add of ``value`` into ``ref``'s array (or its adjoint, in an adjoint) at
+        ``indices`` went to the thread's lane of a lane array: in one iteration of an
+        interchanged loop, at an index the same in every thread (built from the loop's
+        variable and thread-invariant values, ``c[k]``). Added in place, every thread's add
+        waited on the one before and kept the strip's loop scalar: 1M threads of a 64-term
+        polynomial's coefficient adjoints took 112 ms against 33 without them.
+        ``add_total(total, flush)`` writes the add of the iteration's sum into ``flush`` (the
+        site's own way: a chunk's copy, an atomic, in place)."""
+        if self.lane_var is None or classify_index(
+                ref, indices, self.kernel, self.analysis) != SCATTER or not all(
+                thread_invariant(e, self.analysis, frozenset({self.lane_var}))
+                for e in indices):
+            return False
+        element = dtypes.scalar_of(ref.dtype)
+        element = dtypes.float32 if element is dtypes.float16 else element
+        key = (ref.param, guard, ", ".join(self.index_codes(indices, None, ref)))
+        lane = self.loop_lanes.get(key)
+        if lane is None:
+            self.counter += 1
+            lane = self.loop_lanes[key] = f"rt_loop_lane_{self.counter}"
+            flush, variable = SourceBuilder(), self.lane_var
+            self.lane_var = None  # the flush's add: this site's own way
+            add_total(f"rt_lane_flush({lane}, rt_strip_end - rt_strip)", flush)
+            self.lane_var = variable
+            self.loop_lane_flushes.append((lane, element, flush.lines))
+            self.runtime.update(("rt_lane_flush", "rt_stack_zeros"))
+        add = f"{lane}[{self.lane_index}] += {value}"
+        out.line(f"if {guard}: {add}" if guard else add)
+        return True
 
     def forward_If(self, s: ir.If, out: SourceBuilder) -> None:
         if not self.replay:
@@ -412,3 +464,8 @@ class ForwardWriter(ExprCoder):
             self.stack_float = dtypes.float64
         if sub.stack_int is dtypes.int64:
             self.stack_int = dtypes.int64
+
+
+def _as_add(s: ir.Atomic) -> ir.Atomic:
+    """``s`` as an add (of a value whose sign its lane already took)."""
+    return dataclasses.replace(s, op="add")
