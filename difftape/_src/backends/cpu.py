@@ -155,6 +155,11 @@ def _write_bodies(kernel: ir.KernelIR, bodies: list[list[ir.Stmt]], analysis,
     the least value it has in the interior copy (``ExprCoder.thread_floor``)."""
     writer = _writer(kernel, bodies[0], analysis, variant, adjoint)
     writer.lanes = not variant.debug  # debug mode adds in thread order, as the reference
+    outer = [v for v in kernel.tid_vars[:variant.rank - 1] if v in analysis.single_assigned]
+    if writer.lanes and outer:  # a row's threads add at the row's index in lanes
+        writer.lane_same = frozenset(outer)
+        writer.lane_index = "uint64(rt_lane)"
+        writer.lane_count = f"min({STRIP}, dim{variant.rank - 1})"
     inners, reverse_lines = [], []
     plain, plain_defs = writer.nonnegative, writer.thread_defs
     strips = plan(kernel, bodies[-1], variant.rank, analysis.single_assigned, deferrable)
@@ -241,9 +246,9 @@ def _write_interchanged(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Intercha
     phases = [SourceBuilder(), SourceBuilder(), SourceBuilder()]
     writer.write(swap.pre, phases[0], replay=False)
     bounds = tuple(writer.code(e) for e in (swap.loop.start, swap.loop.stop, swap.loop.step))
-    writer.lane_var = swap.loop.var
+    writer.lane_same = frozenset({swap.loop.var})
     writer.write(swap.loop.body, phases[1], replay=False)
-    writer.lane_var = None
+    writer.lane_same = None
     writer.write(swap.post, phases[2], replay=False)
     return writer, phases, bounds
 
@@ -476,9 +481,12 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
         interchanged_loops(kernel, variant, out, setup, prologue.lines, inners, bounds, swap,
                             writer)
     else:
+        row_flush = [f"{name} = int32(t{k})" for k, name in enumerate(kernel.tid_vars[:-1])]
+        row_flush += [line for _, _, lines in writer.loop_lane_flushes for line in lines]
         thread_loops(kernel, variant, out, setup, split,
                       [prologue.lines + inner.lines for inner in inners], strips,
-                      lanes=bool(writer.laned))
+                      lanes=bool(writer.laned or writer.loop_lane_flushes),
+                      row_flush=row_flush if writer.loop_lane_flushes else [])
     out.level = function_level
     if writer.privates:  # flush the chunk's accumulators of thread-invariant sites, once
         writer.runtime.add("rt_atomic_add")

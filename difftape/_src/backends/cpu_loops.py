@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 def thread_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, stacks: list[str],
                   split: Split | None, bodies: list[list[str]], strips: Strips | None,
-                  lanes: bool = False) -> None:
+                  lanes: bool = False, row_flush: list[str] = ()) -> None:
     """The per-thread loop nest over this chunk's rows ``lo:hi`` of the first dimension, each
     thread running ``bodies[0]``; with a split, the innermost dimension's interior threads run
     ``bodies[1]`` (``codegen/splits.py``), in a loop of their own before the edge threads.
@@ -36,7 +36,8 @@ def thread_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, stac
 
     With ``lanes`` (the bodies add into lane arrays of privates, ``ExprCoder.private``), every
     innermost loop runs in strips too, each thread on its strip lane ``rt_lane``; the threads
-    outside a split's interior use lane 0."""
+    outside a split's interior use lane 0. ``row_flush`` runs after each row's innermost loop
+    (a multi-dimensional launch's lane arrays of adds at the row's index, ``loop_lane``)."""
     for line in stacks:
         out.line(line)
     last = variant.rank - 1
@@ -59,15 +60,18 @@ def thread_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, stac
     if strips is None:
         _loop(kernel, variant, out, *interior, bodies[-1], lanes)
         _edges(kernel, variant, out, start, stop, split, bodies[0], lanes)
-        return
-    if len(bodies) == 1:  # one-dimensional, no split: every chunk of rows runs in strips
+    elif len(bodies) == 1:  # one-dimensional, no split: every chunk of rows runs in strips
         _strips(kernel, variant, out, start, stop, bodies[0], strips, lanes)
-        return
-    with out.block(f"if {interior[1]} - {interior[0]} >= {MIN_STRIPPED}:"):
-        _strips(kernel, variant, out, *interior, bodies[-1], strips, lanes)
-        _edges(kernel, variant, out, start, stop, split, bodies[0], lanes)
-    with out.block("else:"):
-        _loop(kernel, variant, out, start, stop, bodies[0], lanes)
+    else:
+        with out.block(f"if {interior[1]} - {interior[0]} >= {MIN_STRIPPED}:"):
+            _strips(kernel, variant, out, *interior, bodies[-1], strips, lanes)
+            _edges(kernel, variant, out, start, stop, split, bodies[0], lanes)
+        with out.block("else:"):
+            _loop(kernel, variant, out, start, stop, bodies[0], lanes)
+    if row_flush:
+        with out.block(f"if {stop} > {start}:"):  # the row ran: its index is one
+            for line in row_flush:
+                out.line(line)
 
 
 def _loop(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, start: str, stop: str,

@@ -176,9 +176,9 @@ class AdjointWriter(ForwardWriter):
         self.flush(out)
         if s is self.swap_loop:  # one iteration's reverse, run for every thread of a strip
             k = f"k_{self.counter_next()}"
-            self.lane_var = s.var
+            self.lane_same = frozenset({s.var})
             body = self.nested(s.body, 0, loop=True)
-            self.lane_var = None
+            self.lane_same = None
             position = f"int32({names['start']} + {k} * {names['step']})"
             self.swap_parts.update(reverse_counter=k,
                                    reverse=[f"{s.var} = {position}"] + body.lines)

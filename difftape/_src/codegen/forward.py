@@ -64,14 +64,17 @@ class ForwardWriter(ExprCoder):
         # rt_lane``).
         self.swap_loop: ir.For | None = None
         self.swap_parts: dict = {}
-        # While one iteration of an interchanged loop is written (run by every thread of a
-        # strip: the forward's loop body, the adjoint's loop reverse), ``lane_var`` is the
-        # loop's variable: adds at an index only it varies (``atomic_add(s, k, v)``, the
-        # gradient of ``c[k]``) go to a lane array per site (``loop_lane``), summed into the
-        # array after each iteration's threads (``cpu_loops``): (lane array, element type, the
-        # flush's lines).
-        self.lane_var: str | None = None
+        # Locals with one value in all the threads that run side by side, lane by lane: the
+        # loop's variable while one iteration of an interchanged loop is written (run by every
+        # thread of a strip: the forward's loop body, the adjoint's loop reverse), the outer
+        # thread indices of a multi-dimensional launch (a row's threads run in the innermost
+        # loop). Adds at an index only these vary (``atomic_add(s, k, v)``, the gradient of
+        # ``c[k]``, ``atomic_add(f, i, v)`` in row i) go to a lane array per site
+        # (``loop_lane``), summed into the array after each iteration's or row's threads
+        # (``cpu_loops``): (lane array, element type, the flush's lines).
+        self.lane_same: frozenset[str] | None = None
         self.lane_index = "uint64(t0 - rt_strip)"
+        self.lane_count = "rt_strip_end - rt_strip"  # lanes in use when a flush runs
         self.loop_lanes: dict[tuple[str, str], str] = {}
         self.loop_lane_flushes: list[tuple[str, type, list[str]]] = []
 
@@ -262,10 +265,9 @@ class ForwardWriter(ExprCoder):
         polynomial's coefficient adjoints took 112 ms against 33 without them.
         ``add_total(total, flush)`` writes the add of the iteration's sum into ``flush`` (the
         site's own way: a chunk's copy, an atomic, in place)."""
-        if self.lane_var is None or classify_index(
+        if self.lane_same is None or classify_index(
                 ref, indices, self.kernel, self.analysis) != SCATTER or not all(
-                thread_invariant(e, self.analysis, frozenset({self.lane_var}))
-                for e in indices):
+                thread_invariant(e, self.analysis, self.lane_same) for e in indices):
             return False
         element = dtypes.scalar_of(ref.dtype)
         element = dtypes.float32 if element is dtypes.float16 else element
@@ -274,10 +276,10 @@ class ForwardWriter(ExprCoder):
         if lane is None:
             self.counter += 1
             lane = self.loop_lanes[key] = f"rt_loop_lane_{self.counter}"
-            flush, variable = SourceBuilder(), self.lane_var
-            self.lane_var = None  # the flush's add: this site's own way
-            add_total(f"rt_lane_flush({lane}, rt_strip_end - rt_strip)", flush)
-            self.lane_var = variable
+            flush, same = SourceBuilder(), self.lane_same
+            self.lane_same = None  # the flush's add: this site's own way
+            add_total(f"rt_lane_flush({lane}, {self.lane_count})", flush)
+            self.lane_same = same
             self.loop_lane_flushes.append((lane, element, flush.lines))
             self.runtime.update(("rt_lane_flush", "rt_stack_zeros"))
         add = f"{lane}[{self.lane_index}] += {value}"
