@@ -207,9 +207,19 @@ def ring_neighbours(x: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):
     out[i] = e
 
 
+@wp.kernel
+def pair_forces(x: wp.array(dtype=wp.vec3), f: wp.array(dtype=wp.vec3)):
+    i, j = wp.tid()
+    d = x[j] - x[i]
+    r2 = wp.dot(d, d) + 0.01
+    wp.atomic_add(f, i, d / (r2 * wp.sqrt(r2)))  # every thread of row i: into f[i]
+
+
 N = 1_000_000
-# name -> (launch dim, arguments: (dtype name, element shape, numpy scalar) or "index"; the
-# last argument is the output whose gradient is seeded with ones)
+PARTICLES = 2048
+# name -> (launch dim, arguments: (dtype name, element shape, numpy scalar[, the array's own
+# shape, where not the launch's]) or "index"; the last argument is the output whose gradient is
+# seeded with ones)
 CASES = {
     "quat_rot": (N, [("quat", (4,), "f4"), ("vec3", (3,), "f4"), ("vec3", (3,), "f4")]),
     "quat_chain": (N, [("vec3", (3,), "f4"), ("float32", (), "f4"), ("quat", (4,), "f4"),
@@ -242,6 +252,8 @@ CASES = {
     "ring_neighbours": (N, [("vec3", (3,), "f4"), ("float32", (), "f4")]),
     "f64_math": (N, [("float64", (), "f8"), ("float64", (), "f8")]),
     "f16_scale": (N, [("float16", (), "f2"), ("float16", (), "f2")]),
+    "pair_forces": ((PARTICLES, PARTICLES), [("vec3", (3,), "f4", (PARTICLES,)),
+                                             ("vec3", (3,), "f4", (PARTICLES,))]),
 }
 
 
@@ -259,8 +271,9 @@ def make_arrays(name: str, scale: float = 1.0, seed: int = 0) -> list:
         if spec == "index":
             data.append(rng.integers(0, n, n).astype(np.int32))
         else:
-            _, element, scalar = spec
-            data.append(rng.uniform(-1.0, 1.0, shape + element).astype(scalar))
+            _, element, scalar, *own = spec
+            data.append(rng.uniform(-1.0, 1.0, (own[0] if own else shape) + element)
+                        .astype(scalar))
     return data
 
 
