@@ -15,7 +15,8 @@ INLINE_RULES = {
     "add": lambda a, b, ret, g, zero: (g, g),
     "sub": lambda a, b, ret, g, zero: (g, f"(-{g})"),
     "mul": lambda a, b, ret, g, zero: (f"({g} * {b})", f"({g} * {a})"),
-    "div": lambda a, b, ret, g, zero: (f"({g} / {b})", f"(-{g} * {ret} / {b})"),
+    # -(g / b) * ret: LLVM computes g / b once for both contributions.
+    "div": lambda a, b, ret, g, zero: (f"({g} / {b})", f"(-({g} / {b}) * {ret})"),
     "neg": lambda a, ret, g, zero: (f"(-{g})",),
     "pos": lambda a, ret, g, zero: (g,),
     # g / (2 ret) equals the rule's 0.5 / ret * g (also ±inf, nan at ret = 0) with no float64

@@ -113,11 +113,13 @@ def div(a, b):
 
 @div.set_adjoint
 def adj_div(a, b, ret, adj_ret):
-    # Warp: da = g/b, db = -g·ret/b, so 1/x at 0 gives -inf. In IEEE arithmetic g/±0 = g·(±inf).
+    # da = g/b, db = -(g/b)·ret: one division for both (Warp's db = -g·ret/b divides twice;
+    # both round twice), so 1/x at 0 gives -inf. In IEEE arithmetic g/±0 = g·(±inf).
     if b == 0.0:
-        inv_b = math.copysign(math.inf, b)
-        return (adj_ret * inv_b, -adj_ret * ret * inv_b)
-    return (adj_ret / b, -adj_ret * ret / b)
+        quotient = adj_ret * math.copysign(math.inf, b)
+    else:
+        quotient = adj_ret / b
+    return (quotient, -quotient * ret)
 
 
 @builtin("div", group="Operators", inputs={"a": Int, "b": Int}, output=Int,
