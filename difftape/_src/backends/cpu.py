@@ -481,7 +481,8 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
         interchanged_loops(kernel, variant, out, setup, prologue.lines, inners, bounds, swap,
                             writer)
     else:
-        row_flush = [f"{name} = int32(t{k})" for k, name in enumerate(kernel.tid_vars[:-1])]
+        row_flush = [f"{name} = int32(t{k})" for k, name in enumerate(kernel.tid_vars[:-1])
+                     if name in (writer.lane_same or ())]  # what the flushes' indices read
         row_flush += [line for _, _, lines in writer.loop_lane_flushes for line in lines]
         thread_loops(kernel, variant, out, setup, split,
                       [prologue.lines + inner.lines for inner in inners], strips,

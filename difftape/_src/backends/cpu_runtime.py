@@ -306,8 +306,8 @@ FLUSH_WIDTH = 8
 
 @intrinsic
 def rt_lane_flush(typingctx, values, count):
-    """The sum of ``values[0:count]``, which become 0: a strip's lane array of adds at one
-    address, summed once per loop iteration (``AdjointWriter.loop_lane``). Partial sums of
+    """The sum of ``values[0:count]``, which become 0: a lane array of adds at one address,
+    summed once per loop iteration or row (``ForwardWriter.loop_lane``). Partial sums of
     every ``FLUSH_WIDTH``-th lane, then those in order: a fixed order, bit for bit the same in
     every run, and a vector add per ``FLUSH_WIDTH`` lanes instead of a chain of scalar adds
     (``rt_lane_total``), which a flush per iteration of a 64-iteration loop over 1M threads

@@ -75,7 +75,7 @@ class ForwardWriter(ExprCoder):
         self.lane_same: frozenset[str] | None = None
         self.lane_index = "uint64(t0 - rt_strip)"
         self.lane_count = "rt_strip_end - rt_strip"  # lanes in use when a flush runs
-        self.loop_lanes: dict[tuple[str, str], str] = {}
+        self.loop_lanes: dict[tuple[str, str, str], str] = {}  # (array, guard, index) → lane
         self.loop_lane_flushes: list[tuple[str, type, list[str]]] = []
 
     # ------------------------------------------------------------ stack
@@ -258,11 +258,11 @@ class ForwardWriter(ExprCoder):
     def loop_lane(self, ref: ir.ArrayRef, indices, value: str, guard: str, out: SourceBuilder,
                   add_total) -> bool:
         """Whether the add of ``value`` into ``ref``'s array (or its adjoint, in an adjoint) at
-        ``indices`` went to the thread's lane of a lane array: in one iteration of an
-        interchanged loop, at an index the same in every thread (built from the loop's
-        variable and thread-invariant values, ``c[k]``). Added in place, every thread's add
-        waited on the one before and kept the strip's loop scalar: 1M threads of a 64-term
-        polynomial's coefficient adjoints took 112 ms against 33 without them.
+        ``indices`` went to the thread's lane of a lane array: an index the same in all the
+        threads that run side by side (built from ``lane_same`` and thread-invariant values:
+        ``c[k]`` in an interchanged loop, ``f[i]`` in row i). Added in place, every thread's
+        add waited on the one before and kept the loop over them scalar: 1M threads of a
+        64-term polynomial's coefficient adjoints took 112 ms against 33 without them.
         ``add_total(total, flush)`` writes the add of the iteration's sum into ``flush`` (the
         site's own way: a chunk's copy, an atomic, in place)."""
         if self.lane_same is None or classify_index(
@@ -276,10 +276,11 @@ class ForwardWriter(ExprCoder):
         if lane is None:
             self.counter += 1
             lane = self.loop_lanes[key] = f"rt_loop_lane_{self.counter}"
-            flush, same = SourceBuilder(), self.lane_same
-            self.lane_same = None  # the flush's add: this site's own way
+            # The flush's add goes this site's own way, written now, outside any strip.
+            flush, saved = SourceBuilder(), (self.lane_same, self.strips, self.previous_add)
+            self.lane_same = self.strips = None
             add_total(f"rt_lane_flush({lane}, {self.lane_count})", flush)
-            self.lane_same = same
+            self.lane_same, self.strips, self.previous_add = saved
             self.loop_lane_flushes.append((lane, element, flush.lines))
             self.runtime.update(("rt_lane_flush", "rt_stack_zeros"))
         add = f"{lane}[{self.lane_index}] += {value}"
