@@ -523,7 +523,24 @@ def test_parallel_launches_work_in_a_forked_child(tmp_path):
 @wp.kernel
 def running_max(x: wp.array(dtype=float), out: wp.array(dtype=float)):
     i = wp.tid()
-    wp.atomic_max(out, 0, x[i])  # thread-invariant index, but not an add: no per-chunk local
+    wp.atomic_max(out, 0, x[i])  # thread-invariant: a per-chunk maximum, in lanes
+
+
+@wp.kernel
+def bounds64(x: wp.array(dtype=wp.float64), hi: wp.array(dtype=wp.float64),
+             lo: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    wp.atomic_max(hi, 0, x[i])
+    wp.atomic_min(lo, 1, x[i])
+
+
+@wp.kernel
+def max_and_add(x: wp.array(dtype=float), out: wp.array(dtype=float),
+                count: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    wp.atomic_add(out, 0, 1.0)  # an add and a max of one array do not commute: in place
+    wp.atomic_max(out, 0, x[i])
+    wp.atomic_max(count, 0, i)  # integers keep their atomics too
 
 
 @pytest.mark.parametrize("mode", ["serial", "parallel", "replicate", "auto"])
@@ -531,13 +548,37 @@ def test_thread_invariant_atomic_max_is_exact_in_every_mode(mode):
     saved = (wp.config.cpu_parallel, wp.config.parallel_threshold)
     wp.config.cpu_parallel, wp.config.parallel_threshold = mode, 1000
     try:
-        assert running_max.scatter_sites()[0] == {"out": False}  # needs atomics to share
+        assert running_max.scatter_sites()[0] == {}  # a per-chunk extremum: no atomics
+        assert "rt_lane_extremum(" in running_max.source().split("_adjoint(")[0]
+        assert max_and_add.scatter_sites()[0] == {"out": False, "count": False}
         values = np.random.default_rng(3).uniform(-5.0, 5.0, 200_000).astype(np.float32)
+        values[[7, 150_000]] = np.nan  # NaN values are passed over, as max(m, nan) passes
         out = wp.array(np.array([-100.0], np.float32))
         wp.launch(running_max, len(values), inputs=[wp.array(values), out])
-        assert out.numpy()[0] == values.max()
+        assert out.numpy()[0] == np.nanmax(values)
+        x = np.random.default_rng(4).standard_normal(100_001)
+        hi, lo = wp.array([-1e300, 0.0]), wp.array([0.0, 1e300])
+        hi, lo = (wp.array(np.array(a, np.float64), dtype=wp.float64) for a in (hi.numpy(),
+                                                                              lo.numpy()))
+        wp.launch(bounds64, len(x), inputs=[wp.array(x, dtype=wp.float64), hi, lo])
+        assert hi.numpy().tolist() == [x.max(), 0.0] and lo.numpy().tolist() == [0.0, x.min()]
+        started = wp.array(np.array([3.0], np.float32))
+        wp.launch(running_max, 2000, inputs=[wp.array(values[:2000] - 10.0), started])
+        assert started.numpy()[0] == 3.0  # the flush keeps what the array held
     finally:
         wp.config.cpu_parallel, wp.config.parallel_threshold = saved
+
+
+def test_an_atomic_max_beside_an_add_stays_in_place():
+    """Adds and maxima of one element, thread by thread in a serial launch: neither goes to a
+    per-chunk local (the adds summed in afterwards landed after every max: 5004 for 5002.2)."""
+    x = np.random.default_rng(5).uniform(0.0, 4.0, 5000).astype(np.float32)
+    out, count = wp.zeros(1, dtype=float), wp.zeros(1, dtype=wp.int32)
+    wp.launch(max_and_add, len(x), inputs=[wp.array(x), out, count])
+    expected = np.float32(0.0)
+    for v in x:  # thread by thread, as the serial launch runs them
+        expected = max(np.float32(expected + np.float32(1.0)), v)
+    assert out.numpy()[0] == expected and count.numpy()[0] == len(x) - 1
 
 
 @wp.kernel

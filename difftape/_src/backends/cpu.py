@@ -435,7 +435,16 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
     # cost compile time (rt_stack_zeros); a helper function each, ~0.15 s of a cold compile.
     privates = []
     for local, _, _, _, t in writer.privates:
-        if local in writer.laned:
+        op = writer.private_ops.get(local)
+        if op is not None:  # an extremum: it starts from the op's identity, +-inf
+            start = f"{'-' if op == 'max' else ''}np.inf"
+            if local in writer.laned:
+                privates.append(f"{local} = rt_stack_filled({STRIP}, np.{t.__name__}, rt_lanes, "
+                                f"{start})")
+                writer.runtime.update(("rt_stack_filled", "rt_lane_extremum"))
+            else:
+                privates.append(f"{local} = {t.__name__}({start})")
+        elif local in writer.laned:
             privates.append(f"{local} = rt_stack_zeros({STRIP}, np.{t.__name__}, rt_lanes)")
         else:  # integers sum in 64 bits: Numba's ``int32 + int32`` is an int64
             wide = (dtypes.int64 if t.kind == "int" else dtypes.uint64) if dtypes.is_int(t) else t
@@ -443,7 +452,8 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
     if writer.laned:
         threads = "hi - lo" if variant.rank == 1 else f"dim{variant.rank - 1}"
         privates.insert(0, f"rt_lanes = max(1, min({STRIP}, {threads}))")
-        writer.runtime.update(("rt_stack_zeros", "rt_lane_total"))
+        if writer.laned - writer.private_ops.keys():
+            writer.runtime.update(("rt_stack_zeros", "rt_lane_total"))
     setup = [f"{sym} = float32({sym}_in)" for sym in sorted(narrowed - copies)]
     setup += stacks + privates
     if strips is not None:
@@ -490,12 +500,14 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
                       row_flush=row_flush if writer.loop_lane_flushes else [])
     out.level = function_level
     if writer.privates:  # flush the chunk's accumulators of thread-invariant sites, once
-        writer.runtime.add("rt_atomic_add")
         for local, array, index, guard, _ in writer.privates:
+            op = writer.private_ops.get(local, "add")
             total = local
             if local in writer.laned:  # lane by lane, in order
-                total = f"rt_lane_total({local}, rt_lanes)"
-            flush = f"rt_atomic_add({array}, ({index},), {total})"
+                total = f"rt_lane_total({local}, rt_lanes)" if op == "add" else \
+                    f"rt_lane_extremum({local}, rt_lanes, {op == 'max'})"
+            writer.runtime.add(f"rt_atomic_{op}")
+            flush = f"rt_atomic_{op}({array}, ({index},), {total})"
             out.line(f"if {guard}: {flush}" if guard else flush)
     if variant.flush_denormals:
         out.line("rt_set_fp_control(rt_fp_saved)")

@@ -278,6 +278,50 @@ def rt_stack_zeros(typingctx, size, dtype, count):
 
 
 @intrinsic
+def rt_stack_filled(typingctx, size, dtype, count, value):
+    """``rt_stack_array(size, dtype)`` with its first ``count`` elements ``value``: lane arrays
+    of extrema start from the op's identity, +-inf (``rt_stack_zeros``' loop-free reason)."""
+    if not (isinstance(size, types.IntegerLiteral) and isinstance(dtype, types.NumberClass)
+            and isinstance(count, types.Integer) and isinstance(value, types.Float)):
+        return None
+    element = dtype.instance_type
+
+    def codegen(context, builder, signature, args):
+        array, data, _ = _on_stack(context, builder, element, size.literal_value)
+        n = context.cast(builder, args[2], signature.args[2], types.intp)
+        fill = context.cast(builder, args[3], signature.args[3], element)
+        with cgutils.for_range(builder, n) as loop:
+            builder.store(fill, builder.gep(data, [loop.index]))
+        return array
+
+    return types.Array(element, 1, "C")(size, dtype, count, value), codegen
+
+
+@intrinsic
+def rt_lane_extremum(typingctx, values, count, maximum):
+    """The maximum (``maximum`` a literal True) or minimum of ``values[0:count]`` (``count`` >=
+    1), taken in lane order as ``max``/``min`` take two: the first of equals, and a NaN after
+    the first lane ignored, as in the thread-by-thread updates the lanes stand for."""
+    if not (isinstance(values, types.Array) and values.ndim == 1
+            and isinstance(values.dtype, types.Float) and isinstance(count, types.Integer)
+            and isinstance(maximum, types.BooleanLiteral)):
+        return None
+    element, above = values.dtype, maximum.literal_value
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(values)(context, builder, value=args[0]).data
+        n = context.cast(builder, args[1], signature.args[1], types.intp)
+        best = cgutils.alloca_once_value(builder, builder.load(data))
+        with cgutils.for_range(builder, n, start=context.get_constant(types.intp, 1)) as loop:
+            value, current = builder.load(builder.gep(data, [loop.index])), builder.load(best)
+            wins = builder.fcmp_ordered(">" if above else "<", value, current)
+            builder.store(builder.select(wins, value, current), best)
+        return builder.load(best)
+
+    return element(values, count, maximum), codegen
+
+
+@intrinsic
 def rt_lane_total(typingctx, values, count):
     """``values[0] + values[1] + ... + values[count - 1]``, added in that order (``count`` >= 1):
     the same sum, bit for bit, whatever the vector width (see ``rt_stack_zeros``)."""

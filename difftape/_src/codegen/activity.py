@@ -28,6 +28,7 @@ class Analysis:
     in_loop: set[int] = field(default_factory=set)  # id() of statements inside a loop body
     single_assigned: set[str] = field(default_factory=set)
     read: set[str] = field(default_factory=set)  # locals some expression reads
+    atomic_ops: dict[str, set[str]] = field(default_factory=dict)  # array → the kernel's ops on it
     params: dict[str, ir.Param] = field(default_factory=dict)
 
     def is_in_loop(self, stmt: ir.Stmt) -> bool:
@@ -79,6 +80,9 @@ def analyze(body: list[ir.Stmt], kernel: ir.KernelIR, sources: tuple[str, ...] =
     for s in ir.walk_stmts(body):
         for e in ir.statement_exprs(s):
             result.read.update(x.name for x in ir.walk_expr(e) if isinstance(x, ir.Var))
+    for s in ir.walk_stmts(kernel.body):  # the whole kernel's, whatever part ``body`` is
+        if isinstance(s, ir.Atomic):
+            result.atomic_ops.setdefault(s.array.param, set()).add(s.op)
     _propagate_activity(body, result)
     return result
 
@@ -166,9 +170,24 @@ def plain_add(s: ir.Atomic, kernel: ir.KernelIR, analysis: Analysis) -> bool:
     """Whether atomic ``s`` may add into a per-chunk copy or local summed in afterwards: an add
     or subtract whose result is unused, into an array the kernel neither reads nor stores to
     (a thread must read back its own adds, ``a = x[j]; x[j] += 1.0; b = x[j]``, and its stores
-    must land after them, ``x[j] += 1.0; x[i] = 5.0``)."""
+    must land after them, ``x[j] += 1.0; x[i] = 5.0``) nor takes a min or max of (``x[0] +=
+    1.0; atomic_max(x, 0, v)``: the adds summed in afterwards would land after every max)."""
     param = s.array.param
     return s.op in ("add", "sub") and s.result not in analysis.read \
+        and param not in kernel.read_arrays and param not in kernel.stored_arrays \
+        and analysis.atomic_ops.get(param, set()) <= {"add", "sub"}
+
+
+def plain_extremum(s: ir.Atomic, kernel: ir.KernelIR, analysis: Analysis) -> bool:
+    """Whether atomic min/max ``s`` may go to a per-chunk local taking the extremum, flushed
+    into the array afterwards: into a float array the kernel neither reads nor stores to and
+    updates with this op alone (an add and a max of one element do not commute), its result
+    unused. The extremum of the same values, in another order: only the sign of a zero maximum
+    (or minimum) met with both signs may differ."""
+    param = s.array.param
+    return s.op in ("min", "max") and s.result not in analysis.read \
+        and dtypes.is_float(dtypes.scalar_of(s.array.dtype)) \
+        and analysis.atomic_ops.get(param) == {s.op} \
         and param not in kernel.read_arrays and param not in kernel.stored_arrays
 
 
@@ -179,7 +198,8 @@ def _scatter_accesses(body: list[ir.Stmt], kernel: ir.KernelIR, analysis: Analys
         if isinstance(s, ir.Atomic):
             mode = classify_index(s.array, s.indices, kernel, analysis)
             plain = plain_add(s, kernel, analysis)
-            if mode == SCATTER or (mode == UNIFORM and not plain):
+            if mode == SCATTER or (mode == UNIFORM and not plain
+                                   and not plain_extremum(s, kernel, analysis)):
                 yield False, s.array.param, plain and mode == SCATTER
         for root in ir.statement_exprs(s):
             for e in ir.walk_expr(root):

@@ -108,6 +108,7 @@ class ExprCoder:
         # 4.3 ms as one chain of adds, 1.5 ms in lanes).
         self.lanes = False
         self.laned: set[str] = set()  # the privates that are lane arrays
+        self.private_ops: dict[str, str] = {}  # privates taking "min" or "max" (others add)
         # Without atomics, scatter sites add into a per-chunk view of their array
         # (``rep_view_<array>``, a function argument); the launcher sums the views in.
         self.replicas: dict[str, str] = {}  # array's generated name → its parameter symbol
@@ -178,16 +179,19 @@ class ExprCoder:
         out.lines[last.line] = "    " * out.level + (f"if {guard}: {pair}" if guard else pair)
         return True
 
-    def private(self, array: str, index: str, guard: str, t: type) -> str:
-        """The local that the chunk's adds into ``array[index]`` (thread-invariant) go to, as
-        the body spells it: its name, or its lane of a lane array."""
+    def private(self, array: str, index: str, guard: str, t: type, op: str = "add") -> str:
+        """The local that the chunk's adds (or, with ``op`` "min"/"max", extrema) into
+        ``array[index]`` (thread-invariant) go to, as the body spells it: its name, or its lane
+        of a lane array."""
         for name, a, i, _, _ in self.privates:
-            if a == array and i == index:
+            if a == array and i == index and self.private_ops.get(name, "add") == op:
                 break
         else:
             self.counter += 1
             name = f"priv_{self.counter}"
             self.privates.append((name, array, index, guard, t))
+            if op != "add":
+                self.private_ops[name] = op
             lane_bytes = sum(STRIP * np.dtype(u._np).itemsize for n, _, _, _, u in self.privates
                              if n in self.laned)
             if self.lanes and t in (dtypes.float32, dtypes.float64) and (

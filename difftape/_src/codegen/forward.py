@@ -17,7 +17,8 @@ import dataclasses
 from .. import dtypes
 from ..frontend import ir
 from . import naming
-from .activity import SCATTER, UNIFORM, Analysis, classify_index, plain_add, thread_invariant
+from .activity import (SCATTER, UNIFORM, Analysis, classify_index, plain_add, plain_extremum,
+                       thread_invariant)
 from .emitter import SourceBuilder, cast
 from .expressions import ExprCoder
 from .strips import STRIP
@@ -243,6 +244,10 @@ class ForwardWriter(ExprCoder):
         if mode == UNIFORM and plain:
             out.line(f"{self.private(ref, idx, '', t)} {sign}= {value}")
             return
+        if mode == UNIFORM and plain_extremum(s, self.kernel, self.analysis):
+            slot = self.private(ref, idx, "", t, s.op)
+            out.line(f"{slot} = {s.op}({slot}, {value})")
+            return
         if self.parallel and mode in (SCATTER, UNIFORM):
             helper = f"rt_atomic_{s.op}"
             self.runtime.add(helper)
@@ -436,7 +441,7 @@ class ForwardWriter(ExprCoder):
         sub.counter, sub.constants = self.counter, self.constants
         # flushed and summed by this function
         sub.privates, sub.replicas = self.privates, self.replicas
-        sub.lanes, sub.laned = self.lanes, self.laned
+        sub.lanes, sub.laned, sub.private_ops = self.lanes, self.laned, self.private_ops
         sub.replica_sites = self.replica_sites
         forward, reverse = SourceBuilder(out.level), SourceBuilder(out.level)
         sub.write(s.body, forward, replay=True)
