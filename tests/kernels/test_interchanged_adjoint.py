@@ -118,6 +118,19 @@ def branchy_sum(x: wp.array(dtype=wp.float64), c: wp.array(dtype=wp.float64), n:
     y[i] = acc
 
 
+@wp.kernel
+def many_coefficients(x: wp.array(dtype=wp.float64), c: wp.array2d(dtype=wp.float64), n: int,
+                      y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    p = wp.float64(1.0)
+    acc = wp.float64(0.0)
+    for k in range(n):
+        for m in range(12):  # unrolled: 24 sites at c[k, m]
+            acc = acc + c[k, m] * p + c[k, m + 12] * p
+        p = p * x[i]
+    y[i] = acc
+
+
 def _interchanged_adjoint(kernel) -> bool:
     return "rt_carry_" in kernel.source().split("_adjoint(")[1]
 
@@ -171,6 +184,30 @@ def test_a_sum_nothing_reads_back_is_not_carried(threading, mode):
     weights = np.where(c * powers > 0.0, 1.0, 0.5)
     np.testing.assert_allclose(gx, (weights * c * np.arange(n) * x[:, None] ** np.maximum(
         np.arange(n) - 1, 0)).sum(axis=1), rtol=1e-12, atol=1e-12)
+
+
+def test_lane_arrays_stop_at_the_stack_budget(threading):
+    """Lane arrays live on the stack: 16 float64 ones fill MAX_LANE_BYTES (64 KB), and the
+    other sites add in place, with the same gradients."""
+    source = many_coefficients.source().split("_adjoint(")[1]
+    assert _interchanged_adjoint(many_coefficients)
+    assert source.count("= rt_stack_zeros(512, np.float64") == 16
+    threading("serial")
+    size, n = STRIP + 3, 5
+    x = np.random.default_rng(15).uniform(-0.9, 0.9, size)
+    c = np.random.default_rng(16).standard_normal((n, 24))
+    xa = wp.array(x, dtype=wp.float64, requires_grad=True)
+    ca = wp.array(c, dtype=wp.float64, requires_grad=True)
+    y = wp.zeros(size, dtype=wp.float64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(many_coefficients, size, inputs=[xa, ca, n], outputs=[y])
+    tape.backward(grads={y: wp.ones(size, dtype=wp.float64)})
+    powers = x[:, None] ** np.arange(n)
+    np.testing.assert_allclose(ca.grad.numpy(), np.repeat(powers.sum(0)[:, None], 24, axis=1),
+                               rtol=1e-12)
+    np.testing.assert_allclose(xa.grad.numpy(), (c.sum(1) * np.arange(n) * x[:, None] ** np.maximum(
+        np.arange(n) - 1, 0)).sum(1), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("mode", ["serial", "auto", "parallel", "replicate"])

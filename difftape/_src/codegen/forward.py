@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from .. import dtypes
 from ..frontend import ir
 from . import naming
 from .activity import (SCATTER, UNIFORM, Analysis, classify_index, plain_add, plain_extremum,
                        thread_invariant)
 from .emitter import SourceBuilder, cast
-from .expressions import ExprCoder
+from .expressions import MAX_LANE_BYTES, ExprCoder
 from .strips import STRIP
 
 # Values the integer stack holds exactly as int32 (half the memory traffic of int64, and twice
@@ -278,6 +280,9 @@ class ForwardWriter(ExprCoder):
         element = dtypes.float32 if element is dtypes.float16 else element
         key = (ref.param, guard, ", ".join(self.index_codes(indices, None, ref)))
         lane = self.loop_lanes.get(key)
+        if lane is None and sum(STRIP * np.dtype(t._np).itemsize for _, t, _ in
+                                [*self.loop_lane_flushes, (None, element, None)]) > MAX_LANE_BYTES:
+            return False  # lane arrays live on the stack: past the budget, adds in place
         if lane is None:
             self.counter += 1
             lane = self.loop_lanes[key] = f"rt_loop_lane_{self.counter}"
