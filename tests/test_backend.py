@@ -569,6 +569,20 @@ def test_thread_invariant_atomic_max_is_exact_in_every_mode(mode):
         wp.config.cpu_parallel, wp.config.parallel_threshold = saved
 
 
+@wp.kernel
+def running_max16(x: wp.array(dtype=wp.float16), out: wp.array(dtype=wp.float16)):
+    i = wp.tid()
+    wp.atomic_max(out, 0, x[i])  # float16: no extremum lanes, the update in place
+
+
+def test_a_float16_atomic_max_stays_in_place():
+    assert running_max16.scatter_sites()[0] == {"out": False}
+    x = np.random.default_rng(6).standard_normal(30_000).astype(np.float16)
+    out = wp.array(np.array([-100.0], np.float16), dtype=wp.float16)
+    wp.launch(running_max16, len(x), inputs=[wp.array(x, dtype=wp.float16), out])
+    assert out.numpy()[0] == x.max()
+
+
 def test_an_atomic_max_beside_an_add_stays_in_place():
     """Adds and maxima of one element, thread by thread in a serial launch: neither goes to a
     per-chunk local (the adds summed in afterwards landed after every max: 5004 for 5002.2)."""

@@ -186,7 +186,7 @@ def plain_extremum(s: ir.Atomic, kernel: ir.KernelIR, analysis: Analysis) -> boo
     (or minimum) met with both signs may differ."""
     param = s.array.param
     return s.op in ("min", "max") and s.result not in analysis.read \
-        and dtypes.is_float(dtypes.scalar_of(s.array.dtype)) \
+        and dtypes.scalar_of(s.array.dtype) in (dtypes.float32, dtypes.float64) \
         and analysis.atomic_ops.get(param) == {s.op} \
         and param not in kernel.read_arrays and param not in kernel.stored_arrays
 
