@@ -8,6 +8,7 @@ import os
 import numpy as np
 import pytest
 
+import difftape as wp
 from difftape._src import array as array_module
 from difftape._src import config, dtypes
 from difftape._src import device as device_module
@@ -163,6 +164,50 @@ def test_array_from_difftape_array_copies_values():
     dst = array(src)
     assert dst.dtype is dtypes.float32 and dst.numpy().tolist() == [1.0, 2.0]
     assert not np.shares_memory(dst.numpy(), src.numpy())
+
+
+def test_large_storage_starts_on_a_cache_line_and_owns_its_memory():
+    """Storage of ALIGNED_MIN_BYTES or more starts on a 64-byte boundary, whichever way it was
+    made (numpy's own start 16-byte aligned: vector loops then split cache lines); it counts as
+    owning its memory (the launcher's fast path and overlap check), a view of it does not."""
+    from difftape._src.array_storage import ALIGNED_MIN_BYTES, ALIGNMENT, owns_memory
+
+    n = ALIGNED_MIN_BYTES // 4 + 3
+    values = np.arange(n, dtype=np.float32)
+    made = {
+        "zeros": zeros(n, dtype=float), "empty": empty(n, dtype=float),
+        "ones": ones(n, dtype=float), "full": full(n, 2.5, dtype=float),
+        "array(numpy)": array(values, dtype=float), "array(list)": array(values.tolist()),
+        "array(float64 numpy)": array(values.astype(np.float64), dtype=float),
+        "zeros_like": zeros_like(array(values)), "clone": clone(array(values)),
+        "2d": zeros((n, 3), dtype=float), "vec3": zeros(n, dtype=wp.vec3),
+        "grad": zeros(n, dtype=float, requires_grad=True).grad,
+        "strided": array(shape=(n,), dtype=float, strides=(8,)),
+    }
+    for name, a in made.items():
+        assert a.ptr % ALIGNMENT == 0, name
+        if name != "strided":
+            assert owns_memory(a.numpy()), name
+    np.testing.assert_array_equal(made["array(numpy)"].numpy(), values)
+    np.testing.assert_array_equal(made["array(list)"].numpy(), values)
+    np.testing.assert_array_equal(made["clone"].numpy(), values)
+    assert not made["zeros"].numpy().any() and not made["grad"].numpy().any()
+    assert (made["full"].numpy() == 2.5).all()
+    view = made["zeros"][1:]
+    assert not owns_memory(view.numpy()) and not owns_memory(made["zeros"].numpy()[:5])
+    assert not owns_memory(made["strided"].numpy())
+    # Small storage stays numpy's (aligning it would cost more than it saves).
+    small = zeros(ALIGNED_MIN_BYTES // 8, dtype=float)
+    assert small.numpy().base is None and owns_memory(small.numpy())
+
+
+def test_overlap_check_sees_views_of_aligned_storage():
+    from difftape._src.launch import _overlapping
+
+    a, b = zeros(5000, dtype=float).numpy(), zeros(5000, dtype=float).numpy()
+    assert not _overlapping([a, b]) and not _overlapping([a, b, a[:0]])
+    assert _overlapping([a, a]) and _overlapping([a, a[1:]]) and _overlapping([a[10:], b, a[:20]])
+    assert not _overlapping([a[:10], a[10:]]) and not _overlapping([a[:10], b[10:], a[20:]])
 
 
 def test_array_shape_int_tuple_and_reshaped_data():

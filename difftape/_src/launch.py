@@ -19,7 +19,7 @@ from . import (chunks, compile_ahead, config, dtypes, launch_fast, overwrite, re
                thread_choice)
 from . import tape as tape_module
 from .array import array
-from .array_storage import inner_ndim, is_plain
+from .array_storage import inner_ndim, is_plain, owns_memory
 from .backends import cpu, cpu_entry, cpu_half, cpu_runtime
 from .backends.cpu import staging_dtype
 from .device import get_device
@@ -593,17 +593,17 @@ def _overlapping(arrays: list) -> bool:
     base array, wrappers of one external buffer). Distinct fields of one struct array do not."""
     if len(arrays) == 2:  # the usual case: two arrays, each owning its memory
         first, second = arrays
-        if first.base is None and second.base is None:
+        if owns_memory(first) and owns_memory(second):
             return first is second
     for a in arrays:
-        if a.base is not None:
+        if not owns_memory(a):
             break
     else:  # every array owns its memory
         return len(set(map(id, arrays))) < len(arrays)
     by_root: dict[int, list] = {}
     for a in arrays:
         root = a
-        while root.base is not None and root.base.__class__ is np.ndarray:
+        while not owns_memory(root) and root.base.__class__ is np.ndarray:
             root = root.base
         key = id(root) if root.base is None else root.__array_interface__["data"][0]
         by_root.setdefault(key, []).append(a)

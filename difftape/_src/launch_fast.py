@@ -8,8 +8,8 @@ one for the adjoint, which test the common case argument by argument, unrolled, 
 
 * every array argument a difftape CPU array of its parameter's dtype whose storage is plain
   (C-contiguous, aligned, writeable: ``array._plain_data``), of the parameter's rank, owning its
-  memory (no numpy base) and passed once; adjoints the arrays' own ``.grad`` (or explicit
-  adjoints of the same kind);
+  memory (``array_storage.owns_memory``: no numpy base, or its ``AlignedBlock``) and passed
+  once; adjoints the arrays' own ``.grad`` (or explicit adjoints of the same kind);
 * every scalar a Python number of the parameter's kind, and every vector or matrix value one of
   the parameter's exact type, packed exactly as ``pack_arguments`` packs it (so every call has
   the signature of the compiled entry point the general path found);
@@ -32,6 +32,7 @@ import numpy as np
 
 from . import config, dtypes, thread_choice
 from .array import array
+from .array_storage import AlignedBlock
 from .cache_files import kept_code
 from .device import get_device
 from .kernel import _options_epoch
@@ -71,7 +72,7 @@ def build(plan, kernel_key: str, reraise) -> tuple[object, object] | tuple[None,
     namespace = {"array": array, "config": config, "CPU": get_device("cpu"),
                  "epoch": _options_epoch, "reraise": reraise, "cache": cache,
                  "stays_serial": thread_choice.stays_serial,
-                 "NUMBERS": (np.floating, np.integer)}
+                 "NUMBERS": (np.floating, np.integer), "BLOCK": AlignedBlock}
     checks, packed, arrays = _argument_checks(plan, namespace)
     adjoint_checks, buffers, adjoint_arrays = _adjoint_checks(plan, namespace)
     namespace["entry_of"] = _entry_finder(plan, cache, len(packed), len(buffers))
@@ -106,7 +107,8 @@ def _argument_checks(plan, namespace: dict) -> tuple[list[str], list[str], list[
                 f"a{k}.device is not CPU:",
                 "        return False",
                 f"    d{k} = a{k}._plain_data",
-                f"    if d{k} is None or d{k}.ndim != {storage_ndim} or d{k}.base is not None:",
+                f"    if d{k} is None or d{k}.ndim != {storage_ndim} or ("
+                f"d{k}.base is not None and d{k}.base.__class__ is not BLOCK):",
                 "        return False"]
             packed.append(f"d{k}")
             arrays.append(f"d{k}")
@@ -172,7 +174,7 @@ def _adjoint_checks(plan, namespace: dict) -> tuple[list[str], list[int], list[s
             "    else:",
             f"        g{k} = r{k}._plain_data",
             f"        if g{k} is None or g{k}.ndim != {plan.flat_storage_ndims[j]} or "
-            f"not g{k}.size or g{k}.base is not None:",
+            f"not g{k}.size or (g{k}.base is not None and g{k}.base.__class__ is not BLOCK):",
             "            return False",
             f"        h{k} = True",
             f"        c{k} = r{k} is a{k}._grad and not a{k}._retain_grad"]
