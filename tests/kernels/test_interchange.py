@@ -104,6 +104,25 @@ def moments(x: wp.array(dtype=wp.float64), n: int, s: wp.array(dtype=wp.float64)
         p = p * x[i]
 
 
+@wp.kernel
+def decays(x: wp.array(dtype=wp.float32), n: int, y: wp.array(dtype=wp.float32),
+           z: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    xi = x[i]
+    p = wp.float32(1.0)
+    q = wp.float32(1.0)
+    s = wp.float32(0.0)
+    for k in range(n):
+        s = s + wp.abs(p) * 3.0 + q  # widened locals read outside a product
+        if p < 0.0:
+            q = q * p * xi  # q * p: two widened factors
+        else:
+            q = 0.75 * q
+        p = p * xi
+    y[i] = s
+    z[i] = p + q
+
+
 def _interchanged(kernel) -> bool:
     return "rt_carry_" in kernel.source().split("_adjoint(")[0]
 
@@ -234,3 +253,53 @@ def test_flags_after_the_loop_start_cleared_in_every_thread(threading):
     wp.launch(early_return, size, inputs=[wp.array(xs, dtype=wp.float64), 6], outputs=[y])
     s = np.maximum(xs[0], np.max(xs[1:6][None, :] * xs[:, None], axis=1))
     np.testing.assert_allclose(y.numpy(), np.where(s > 0.0, s, -s), rtol=1e-14)
+
+
+def _decays_float32(x: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``decays`` thread by thread in numpy float32 arithmetic (IEEE, denormals kept)."""
+    p, q, s = np.ones_like(x), np.ones_like(x), np.zeros_like(x)
+    with np.errstate(all="ignore"):
+        for _ in range(n):
+            s = s + np.abs(p) * np.float32(3.0) + q
+            q = np.where(p < 0, q * p * x, np.float32(0.75) * q)
+            p = p * x
+    return s, p + q
+
+
+def test_widened_products_are_the_float32_products(threading):
+    """Carried float32 locals a loop multiplies by something are widened once a check finds one
+    tiny (``interchange.widened``): float64 products rounded once to float32. Each value must
+    be the float32 one bit for bit, through the denormal range down to zero, for strips that
+    switch and strips that never do, and for infinities, NaNs, signed zeros and denormal
+    inputs."""
+    from difftape._src.codegen.interchange import widened
+    from difftape._src.frontend import ir
+
+    source = decays.source().split("def decays_adjoint")[0]
+    assert "rt_wide_p = rt_stack_array" in source and "rt_wide_q = rt_stack_array" in source
+    assert "rt_tiny(rt_carry_p[rt_l]) | rt_tiny(rt_carry_q[rt_l])" in source
+    assert "rt_wide_" in poly.source().split("def poly_adjoint")[0]
+    for kernel in (nested, moments):  # float64 products; a loop with atomics
+        assert "rt_wide_" not in kernel.source().split("_adjoint(")[0], kernel.key
+    loop = next(s for s in decays.ir.body if isinstance(s, ir.For))
+    assert widened(loop, {"p": wp.float32, "q": wp.float32, "s": wp.float32}) == ("p", "q")
+    assert widened(loop, {"p": wp.float64, "q": wp.float32}) == ("q",)
+    threading("serial")
+    rng = np.random.default_rng(5)
+    size, n = 3 * STRIP + 17, 200
+    x = rng.uniform(-0.95, 0.95, size).astype(np.float32)
+    x[:STRIP] = rng.uniform(0.97, 0.99, STRIP)  # a strip that never switches
+    x[STRIP:STRIP + 8] = [0.0, -0.0, 1e-40, -3e-39, 1e-20, np.nan, 3.0, -np.inf]
+
+    def run():
+        y, z = wp.zeros(size, dtype=wp.float32), wp.zeros(size, dtype=wp.float32)
+        wp.launch(decays, size, inputs=[wp.array(x, dtype=wp.float32), n], outputs=[y, z])
+        return y.numpy(), z.numpy()
+
+    got, want = run(), _decays_float32(x, n)
+    for g, w, d in zip(got, want, debug_reference(run)):
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(g, d)
+        assert np.array_equal(np.signbit(g), np.signbit(w))
+    p = np.abs(x[STRIP:].astype(np.float64)) ** np.arange(n)[:, None]
+    assert ((p > 0) & (p < 2.0 ** -126)).any(axis=1).sum() > 50  # iterations with denormals

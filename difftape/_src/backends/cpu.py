@@ -240,14 +240,21 @@ def _reverse_reads(lines: list[str]) -> set[str]:
 
 def _write_interchanged(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Interchange, analysis,
                         variant: Variant):
-    """The forward's three phases (``codegen/interchange.py``): builders of the code before the
-    loop, of one iteration's body and of the code after it, and the loop's bounds."""
+    """The forward's phases (``codegen/interchange.py``): builders of the code before the loop,
+    of one iteration's body and of the code after it, then, where the loop has widened locals,
+    of the iteration's widened version; and the loop's bounds."""
     writer = _writer(kernel, body, analysis, variant, adjoint=False)
     phases = [SourceBuilder(), SourceBuilder(), SourceBuilder()]
     writer.write(swap.pre, phases[0], replay=False)
     bounds = tuple(writer.code(e) for e in (swap.loop.start, swap.loop.stop, swap.loop.step))
     writer.lane_same = frozenset({swap.loop.var})
     writer.write(swap.loop.body, phases[1], replay=False)
+    if swap.widened:
+        phases.append(SourceBuilder())
+        writer.wide = frozenset(swap.widened)
+        writer.write(swap.loop.body, phases[3], replay=False)
+        writer.wide = frozenset()
+        writer.runtime.add("rt_tiny")
     writer.lane_same = None
     writer.write(swap.post, phases[2], replay=False)
     return writer, phases, bounds
@@ -462,6 +469,8 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
     if swap is not None:
         setup += [f"rt_carry_{v} = rt_stack_array({STRIP}, np.{t.__name__})"
                   for v, t in swap.carried.items()]
+        if not adjoint:
+            setup += [f"rt_wide_{v} = rt_stack_array({STRIP}, np.float64)" for v in swap.widened]
         writer.runtime.add("rt_stack_array")
     setup += [f"{lane} = rt_stack_zeros({STRIP}, np.{t.__name__}, {STRIP})"
               for lane, t, _ in writer.loop_lane_flushes]

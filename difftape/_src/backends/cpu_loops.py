@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..codegen.emitter import SourceBuilder, plus
-from ..codegen.interchange import Interchange
+from ..codegen.expressions import WIDE_PREFIX
+from ..codegen.interchange import WIDE_CHECK, Interchange
 from ..codegen.signs import assigned
 from ..codegen.splits import Split
 from ..codegen.strips import MIN_STRIPPED, STRIP, Strips
@@ -191,6 +192,47 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
         threads(4)
 
 
+def _widened_iterations(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder,
+                        prologue: list[str], phases: list[SourceBuilder], swap: Interchange,
+                        changed: set[str]) -> None:
+    """The interchanged loop of a strip with widened locals (``interchange.widened``): the
+    iteration as written until a check finds one of them tiny in some thread, from then on to
+    the strip's end its widened version, those locals in float64 strip arrays."""
+    at = "uint64(t0 - rt_strip)"
+    count = "rt_strip_end - rt_strip"
+    wide = set(swap.widened)
+    out.line("rt_wide = False")
+    with out.block("for rt_it in range(rt_start, rt_stop, rt_step):"):
+        out.line(f"{swap.loop.var} = int32(rt_it)")
+        with out.block("if rt_wide:"):
+            loads = [f"{WIDE_PREFIX}{v} = rt_wide_{v}[{at}]" if v in wide
+                     else f"{v} = rt_carry_{v}[{at}]" for v in swap.carried]
+            saves = [f"rt_wide_{v}[{at}] = {WIDE_PREFIX}{v}" if v in wide
+                     else f"rt_carry_{v}[{at}] = {v}" for v in swap.carried if v in changed]
+            with out.block("for t0 in range(rt_strip, rt_strip_end):"):
+                thread_body(kernel, variant, out, prologue + loads + phases[3].lines + saves)
+        with out.block("else:"):
+            loads = [f"{v} = rt_carry_{v}[{at}]" for v in swap.carried]
+            saves = [f"rt_carry_{v}[{at}] = {v}" for v in swap.carried if v in changed]
+            with out.block("for t0 in range(rt_strip, rt_strip_end):"):
+                thread_body(kernel, variant, out, prologue + loads + phases[1].lines + saves)
+            with out.block(f"if (rt_it - rt_start) // rt_step % {WIDE_CHECK} == "
+                           f"{WIDE_CHECK - 1}:"):
+                out.line("rt_found = int32(0)")
+                with out.block(f"for rt_l in range({count}):"):
+                    tests = " | ".join(f"rt_tiny(rt_carry_{v}[rt_l])" for v in swap.widened)
+                    out.line(f"rt_found |= {tests}")
+                with out.block("if rt_found:"):
+                    out.line("rt_wide = True")
+                    with out.block(f"for rt_l in range({count}):"):
+                        for v in swap.widened:
+                            out.line(f"rt_wide_{v}[rt_l] = float64(rt_carry_{v}[rt_l])")
+    with out.block("if rt_wide:"):
+        with out.block(f"for rt_l in range({count}):"):
+            for v in swap.widened:
+                out.line(f"rt_carry_{v}[rt_l] = float32(rt_wide_{v}[rt_l])")
+
+
 def interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder,
                         setup: list[str], prologue: list[str], phases: list[SourceBuilder],
                         bounds: tuple[str, str, str], swap: Interchange, writer) -> None:
@@ -209,16 +251,19 @@ def interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder
                      for v, t in swap.carried.items()]
             thread_body(kernel, variant, out, prologue + phases[0].lines + saves)
         out.line(f"rt_start, rt_stop, rt_step = {', '.join(bounds)}")
-        with out.block("for rt_it in range(rt_start, rt_stop, rt_step):"):
-            out.line(f"{swap.loop.var} = int32(rt_it)")
-            loads = [f"{v} = rt_carry_{v}[{at}]" for v in swap.carried]
-            changed = assigned(swap.loop.body)
-            saves = [f"rt_carry_{v}[{at}] = {v}" for v in swap.carried if v in changed]
-            with out.block("for t0 in range(rt_strip, rt_strip_end):"):
-                thread_body(kernel, variant, out, prologue + loads + phases[1].lines + saves)
-            for _, _, lines in writer.loop_lane_flushes:  # the iteration's adds at one index
-                for line in lines:
-                    out.line(line)
+        changed = assigned(swap.loop.body)
+        if swap.widened:
+            _widened_iterations(kernel, variant, out, prologue, phases, swap, changed)
+        else:
+            with out.block("for rt_it in range(rt_start, rt_stop, rt_step):"):
+                out.line(f"{swap.loop.var} = int32(rt_it)")
+                loads = [f"{v} = rt_carry_{v}[{at}]" for v in swap.carried]
+                saves = [f"rt_carry_{v}[{at}] = {v}" for v in swap.carried if v in changed]
+                with out.block("for t0 in range(rt_strip, rt_strip_end):"):
+                    thread_body(kernel, variant, out, prologue + loads + phases[1].lines + saves)
+                for _, _, lines in writer.loop_lane_flushes:  # the iteration's adds at one index
+                    for line in lines:
+                        out.line(line)
         with out.block("for t0 in range(rt_strip, rt_strip_end):"):
             loads = [f"{v} = rt_carry_{v}[{at}]" for v in swap.carried]
             thread_body(kernel, variant, out, prologue + loads + phases[2].lines)

@@ -278,6 +278,23 @@ def rt_stack_zeros(typingctx, size, dtype, count):
 
 
 @intrinsic
+def rt_tiny(typingctx, value):
+    """1 where float32 ``value`` is nonzero and below 2**-64 in magnitude, else 0, from its
+    bits: integer operations that vectorize as an or-reduction (``interchange.widened``)."""
+    if value != types.float32:
+        return None
+    i32 = ir.IntType(32)
+
+    def codegen(context, builder, signature, args):
+        magnitude = builder.and_(builder.bitcast(args[0], i32), i32(0x7FFFFFFF))
+        # magnitude - 1 wraps zero around to the top: one unsigned compare for both bounds
+        tiny = builder.icmp_unsigned("<", builder.sub(magnitude, i32(1)), i32(0x1F800000 - 1))
+        return builder.zext(tiny, i32)
+
+    return types.int32(value), codegen
+
+
+@intrinsic
 def rt_stack_filled(typingctx, size, dtype, count, value):
     """``rt_stack_array(size, dtype)`` with its first ``count`` elements ``value``: lane arrays
     of extrema start from the op's identity, +-inf (``rt_stack_zeros``' loop-free reason)."""

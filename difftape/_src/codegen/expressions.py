@@ -31,6 +31,7 @@ MAX_LANE_BYTES = 64 * 1024
 
 # Operators emitted inline when their Python meaning equals the builtin's (float + - * /).
 _INLINE_FLOAT = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+WIDE_PREFIX = "rt_w_"  # a widened local's float64 name (``interchange.widened``)
 _INLINE_INT = {"add": "+", "sub": "-", "mul": "*", "bit_and": "&", "bit_or": "|",
                "bit_xor": "^", "lshift": "<<", "rshift": ">>"}
 # Float32 sine and cosine are components of rt_sincos(x) (see inline_rules.FLOAT32_ONLY).
@@ -116,6 +117,10 @@ class ExprCoder:
         self.strips: Strips | None = None  # set while writing a strip-mined body
         # The last plain add into a component of a replica view (``_paired_with_previous``).
         self.previous_add: _PlainAdd | None = None
+        # While writing the widened version of an interchanged loop (``interchange.widened``):
+        # these locals live as float64 ``rt_w_<name>``, and the products they are factors of
+        # are taken in float64.
+        self.wide: frozenset[str] = frozenset()
         self.counter = 0
 
     def replica_add(self, array: str, ref: ir.ArrayRef, indices: tuple[ir.Expr, ...],
@@ -322,7 +327,7 @@ class ExprCoder:
         if isinstance(e, ir.Const):
             return self.constants.name(e.value, e.type)
         if isinstance(e, ir.Var):
-            return e.name
+            return f"float32({WIDE_PREFIX}{e.name})" if e.name in self.wide else e.name
         if isinstance(e, ir.Load):
             return self.load_code(e.array, e.indices, temps)
         if isinstance(e, ir.Shape):
@@ -335,6 +340,12 @@ class ExprCoder:
             joined = f" {e.op} ".join(self.code(v, temps) for v in e.values)
             return f"({joined})"
         if isinstance(e, ir.Call):
+            if self.wide and e.builtin.key == "mul" and e.type is dtypes.float32 and any(
+                    isinstance(a, ir.Var) and a.name in self.wide for a in e.args):
+                # interchange.widened: the float64 product of float32 values, rounded once
+                left, right = (f"{WIDE_PREFIX}{a.name}" if isinstance(a, ir.Var)
+                               and a.name in self.wide else self.code(a, temps) for a in e.args)
+                return f"float32({left} * {right})"
             return self.call_code(e, [self.code(a, temps) for a in e.args])
         raise TypeError(f"cannot spell {type(e).__name__}")
 

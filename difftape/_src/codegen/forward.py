@@ -22,7 +22,7 @@ from . import naming
 from .activity import (SCATTER, UNIFORM, Analysis, classify_index, plain_add, plain_extremum,
                        thread_invariant)
 from .emitter import SourceBuilder, cast
-from .expressions import MAX_LANE_BYTES, ExprCoder
+from .expressions import MAX_LANE_BYTES, WIDE_PREFIX, ExprCoder
 from .strips import STRIP
 
 # Values the integer stack holds exactly as int32 (half the memory traffic of int64, and twice
@@ -191,7 +191,8 @@ class ForwardWriter(ExprCoder):
                 self.push(s.target, self.type_of(s.target), out)
         else:
             value = self.code(s.value)
-        out.line(f"{s.target} = {value}")
+        target = f"{WIDE_PREFIX}{s.target}" if s.target in self.wide else s.target
+        out.line(f"{target} = {value}")
 
     def forward_Store(self, s: ir.Store, out: SourceBuilder) -> None:
         if s.array.adjoint:  # custom gradients write adjoint buffers, when there is one

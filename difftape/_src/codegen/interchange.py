@@ -50,6 +50,11 @@ from .offsets import definitions, independent
 from .signs import assigned, bindings
 from .strips import MAX_BUFFER_BYTES, STRIP
 
+# Iterations between two checks for a widened local grown tiny (``widened``): checking every
+# one cost 70% on normal data, every 16th 5%; 2**-64 leaves 16 iterations' margin to factors
+# down to 2**-4.
+WIDE_CHECK = 16
+
 
 @dataclass
 class Interchange:
@@ -57,6 +62,7 @@ class Interchange:
     loop: ir.For
     post: list[ir.Stmt]
     carried: dict[str, type]  # local → type, kept in a strip array between phases/iterations
+    widened: tuple[str, ...] = ()  # carried float32 products, see ``widened``
 
 
 def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int,
@@ -93,7 +99,41 @@ def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int,
     size = sum(STRIP * np.dtype(t._np).itemsize for t in carried.values())
     if size > MAX_BUFFER_BYTES:
         return None
-    return Interchange(pre, loop, post, carried)
+    wide = widened(loop, carried)
+    if size + 8 * STRIP * len(wide) > MAX_BUFFER_BYTES:
+        wide = ()
+    return Interchange(pre, loop, post, carried, wide)
+
+
+def widened(loop: ir.For, carried: dict[str, type]) -> tuple[str, ...]:
+    """The carried float32 locals that the loop multiplies by something (``p = p * x``).
+
+    Such a product underflows into float32's denormal range whenever it decays (``x**k`` for
+    |x| < 1/4 within 64 iterations), and x86 cores take a microcode assist (~40 ns on Intel)
+    for every multiply that reads or makes a denormal, however few of a vector's lanes do: the
+    benchmark's dynamic loop ran 10 ms on normal data and 175 ms where half its threads
+    underflowed. Its strip therefore gets a second version of the iteration, switched to once a
+    check every ``WIDE_CHECK`` iterations finds such a local below 2**-64 in one of the
+    strip's threads (``rt_tiny``): there the local is kept as a float64 holding its float32
+    value, and each product it is a factor of is taken in float64 and rounded to float32.
+    That is the float32 product bit for bit (two 24-bit significands multiply exactly within
+    float64's 53 bits and exponent range, and one rounding follows, to normal or denormal
+    alike), and the float64 multiply takes no assist: 175 -> 89 ms. A multiply of a denormal
+    by some other float32 value keeps its assist. The check costs 5% on normal data. Only
+    loops of assignments and branches qualify, whose second version writes no other state."""
+    if not all(isinstance(s, (ir.Assign, ir.If)) for s in ir.walk_stmts(loop.body)):
+        return ()
+    found = set()
+    for s in ir.walk_stmts(loop.body):
+        if (isinstance(s, ir.Assign) and carried.get(s.target) is dtypes.float32
+                and _multiplies(s.value, s.target)):
+            found.add(s.target)
+    return tuple(sorted(found))
+
+
+def _multiplies(e: ir.Expr, name: str) -> bool:
+    return (isinstance(e, ir.Call) and e.builtin.key == "mul" and e.type is dtypes.float32
+            and any(isinstance(a, ir.Var) and a.name == name for a in e.args))
 
 
 def _shares_memory(body: list[ir.Stmt]) -> bool:
