@@ -9,6 +9,7 @@ across processes.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import os
@@ -344,6 +345,8 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
         swap = interchange_plan(kernel, body, variant.rank, analysis.single_assigned)
         if swap is not None:
             split = None  # a loop run across threads gains more than guards taken out
+            if variant.flush_denormals:  # no assists to spare, and underflow is the FP state's
+                swap = dataclasses.replace(swap, widened=())
     if swap is not None and not adjoint:
         writer, phases, bounds = _write_interchanged(kernel, body, swap, analysis, variant)
         return _finish(kernel, body, variant, adjoint, analysis, writer, phases, None, None,
