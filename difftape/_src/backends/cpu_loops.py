@@ -201,7 +201,7 @@ def _widened_iterations(kernel: ir.KernelIR, variant: Variant, out: SourceBuilde
     at = "uint64(t0 - rt_strip)"
     count = "rt_strip_end - rt_strip"
     wide = set(swap.widened)
-    out.line("rt_wide = False")
+    out.line(f"rt_wide, rt_check = False, {WIDE_CHECK}")
     with out.block("for rt_it in range(rt_start, rt_stop, rt_step):"):
         out.line(f"{swap.loop.var} = int32(rt_it)")
         with out.block("if rt_wide:"):
@@ -216,8 +216,8 @@ def _widened_iterations(kernel: ir.KernelIR, variant: Variant, out: SourceBuilde
             saves = [f"rt_carry_{v}[{at}] = {v}" for v in swap.carried if v in changed]
             with out.block("for t0 in range(rt_strip, rt_strip_end):"):
                 thread_body(kernel, variant, out, prologue + loads + phases[1].lines + saves)
-            with out.block(f"if (rt_it - rt_start) // rt_step % {WIDE_CHECK} == "
-                           f"{WIDE_CHECK - 1}:"):
+            with out.block("if (rt_it - rt_start) // rt_step + 1 == rt_check:"):
+                out.line("rt_check *= 2")
                 out.line("rt_found = int32(0)")
                 with out.block(f"for rt_l in range({count}):"):
                     tests = " | ".join(f"rt_tiny(rt_carry_{v}[rt_l])" for v in swap.widened)

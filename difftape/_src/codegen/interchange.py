@@ -50,9 +50,11 @@ from .offsets import definitions, independent
 from .signs import assigned, bindings
 from .strips import MAX_BUFFER_BYTES, STRIP
 
-# Iterations between two checks for a widened local grown tiny (``widened``): checking every
-# one cost 70% on normal data, every 16th 5%; 2**-64 leaves 16 iterations' margin to factors
-# down to 2**-4.
+# The first check for a widened local grown tiny (``widened``) follows this many iterations,
+# and each later one twice as many as the one before: checking after every iteration cost 70%
+# on normal data, every 16th 5%. A product decaying by a constant factor that is still above
+# 2**-64 after c iterations stays above 2**-128 for c more (a denormal for at most the last
+# few of them), so the doubling spacing loses little, and a long loop checks rarely.
 WIDE_CHECK = 16
 
 
@@ -113,14 +115,15 @@ def widened(loop: ir.For, carried: dict[str, type]) -> tuple[str, ...]:
     for every multiply that reads or makes a denormal, however few of a vector's lanes do: the
     benchmark's dynamic loop ran 10 ms on normal data and 175 ms where half its threads
     underflowed. Its strip therefore gets a second version of the iteration, switched to once a
-    check every ``WIDE_CHECK`` iterations finds such a local below 2**-64 in one of the
-    strip's threads (``rt_tiny``): there the local is kept as a float64 holding its float32
-    value, and each product it is a factor of is taken in float64 and rounded to float32.
-    That is the float32 product bit for bit (two 24-bit significands multiply exactly within
-    float64's 53 bits and exponent range, and one rounding follows, to normal or denormal
-    alike), and the float64 multiply takes no assist: 175 -> 89 ms. A multiply of a denormal
-    by some other float32 value keeps its assist. The check costs 5% on normal data. Only
-    loops of assignments and branches qualify, whose second version writes no other state."""
+    check (after ``WIDE_CHECK`` iterations, then after twice as many each time) finds such a
+    local below 2**-64 in one of the strip's threads (``rt_tiny``): there the local is kept as
+    a float64 holding its float32 value, and each product it is a factor of is taken in
+    float64 and rounded to float32. That is the float32 product bit for bit (two 24-bit
+    significands multiply exactly within float64's 53 bits and exponent range, and one
+    rounding follows, to normal or denormal alike), and the float64 multiply takes no assist:
+    167 -> 83 ms. A multiply of a denormal by some other float32 value keeps its assist. The
+    checks cost ~5% on normal data. Only loops of assignments and branches qualify, whose
+    second version writes no other state."""
     if not all(isinstance(s, (ir.Assign, ir.If)) for s in ir.walk_stmts(loop.body)):
         return ()
     found = set()
