@@ -123,6 +123,23 @@ def decays(x: wp.array(dtype=wp.float32), n: int, y: wp.array(dtype=wp.float32),
     z[i] = p + q
 
 
+@wp.kernel
+def damped(x: wp.array(dtype=wp.float32), n: int, y: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    xi = x[i]
+    p = wp.float32(1.0)
+    q = wp.float32(1.0)
+    s = wp.float32(0.0)
+    for k in range(n):
+        s = s + p * q - 0.5 * p
+        if p < 0.0:
+            q = q * xi
+        else:
+            q = 0.75 * q
+        p = p * xi
+    y[i] = s
+
+
 def _interchanged(kernel) -> bool:
     return "rt_carry_" in kernel.source().split("_adjoint(")[0]
 
@@ -303,3 +320,31 @@ def test_widened_products_are_the_float32_products(threading):
         assert np.array_equal(np.signbit(g), np.signbit(w))
     p = np.abs(x[STRIP:].astype(np.float64)) ** np.arange(n)[:, None]
     assert ((p > 0) & (p < 2.0 ** -126)).any(axis=1).sum() > 50  # iterations with denormals
+
+
+def test_widened_replay_gives_the_plain_adjoints_gradients(threading):
+    """The interchanged adjoint's loop replay widens the same locals as the forward (``decays``'
+    adjoint stays plain: its loop calls ``abs``): every thread's gradient must be debug mode's
+    (the plain per-thread adjoint) bit for bit."""
+    source = damped.source().split("def damped_adjoint")[1]
+    assert "rt_wide_p = rt_stack_array" in source and "rt_w_q = rt_wide_q[" in source
+    threading("serial")
+    rng = np.random.default_rng(8)
+    size, n = 2 * STRIP + 45, 150
+    x = rng.uniform(-0.9, 0.9, size).astype(np.float32)
+    x[:8] = [0.0, -0.0, 1e-40, -3e-39, 1e-20, 0.5, 0.97, -0.3]
+    seed = rng.uniform(-1, 1, size).astype(np.float32)
+
+    def run():
+        xs = wp.array(x, dtype=wp.float32, requires_grad=True)
+        y = wp.zeros(size, dtype=wp.float32, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(damped, size, inputs=[xs, n], outputs=[y])
+        tape.backward(grads={y: wp.array(seed)})
+        return y.numpy(), xs.grad.numpy()
+
+    (y, got), (y_want, want) = run(), debug_reference(run)
+    np.testing.assert_array_equal(y, y_want)
+    np.testing.assert_array_equal(got, want)
+    assert np.isfinite(got).all() and (got[8:] != 0).mean() > 0.9

@@ -315,7 +315,25 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
     live = live_names(trees)
     saves += [[(v, v) for v in carried if v in a and v in later[k] and v in live]
               for k, (a, _) in enumerate(flows) if k]
-    return writer, SwappedAdjoint(phases, carried, loads, saves, moves, parts)
+    swapped = SwappedAdjoint(phases, carried, loads, saves, moves, parts)
+    wide = tuple(v for v in swap.widened
+                 if carried.get(v) is dtypes.float32 and v in dict(saves[1]))
+    if wide:
+        swapped.widened, swapped.wide_replay = wide, _widened_replay(kernel, body, swap, analysis,
+                                                                     variant, wide)
+        writer.runtime.add("rt_tiny")
+    return writer, swapped
+
+
+def _widened_replay(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Interchange, analysis,
+                    variant: Variant, wide: tuple[str, ...]) -> list[str]:
+    """The interchanged adjoint's loop replay with ``wide`` widened (``interchange.widened``):
+    a second writer writes the whole adjoint the same way, so its temporaries have the first's
+    names, and keeps this part of it."""
+    writer = _writer(kernel, body, analysis, variant, adjoint=True)
+    writer.swap_loop, writer.wide_replay = swap.loop, frozenset(wide)
+    writer.write(body, SourceBuilder(), replay=True)
+    return writer.swap_parts["replay"]
 
 
 def _calls_builtins(lines: list[str], writer) -> bool:
@@ -472,8 +490,7 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
     if swap is not None:
         setup += [f"rt_carry_{v} = rt_stack_array({STRIP}, np.{t.__name__})"
                   for v, t in swap.carried.items()]
-        if not adjoint:
-            setup += [f"rt_wide_{v} = rt_stack_array({STRIP}, np.float64)" for v in swap.widened]
+        setup += [f"rt_wide_{v} = rt_stack_array({STRIP}, np.float64)" for v in swap.widened]
         writer.runtime.add("rt_stack_array")
     setup += [f"{lane} = rt_stack_zeros({STRIP}, np.{t.__name__}, {STRIP})"
               for lane, t, _ in writer.loop_lane_flushes]

@@ -7,7 +7,7 @@ hands them here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..codegen.emitter import SourceBuilder, plus
@@ -134,6 +134,8 @@ class SwappedAdjoint:
     saves: list[list[tuple[str, str]]]  # per phase: (carried local, value code) it leaves
     moves: list[dict[str, int]]  # per phase: how far it moves each stack's top (every thread)
     parts: dict  # what the writer kept of the loop: its bounds and counters
+    widened: tuple[str, ...] = ()  # ``interchange.widened`` locals of the loop's replay
+    wide_replay: list[str] = field(default_factory=list)  # that replay's widened version
 
 
 def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder,
@@ -150,12 +152,16 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
     parts, names = swap.parts, swap.parts["names"]
     start, stop, step = names["start"], names["stop"], names["step"]
 
-    def threads(phase: int) -> None:
+    def threads(phase: int, wide: bool = False) -> None:
+        widened = set(swap.widened) if wide else set()
         with out.block("for t0 in range(rt_strip, rt_strip_end):"):
-            loads = [f"{v} = rt_carry_{v}[{at}]" for v in swap.loads[phase]]
-            saves = [f"rt_carry_{v}[{at}] = {value}" for v, value in swap.saves[phase]]
+            loads = [f"{_wide_name(v, v in widened)} = {_carry(v, v in widened)}[{at}]"
+                     for v in swap.loads[phase]]
+            saves = [f"{_carry(v, v in widened)}[{at}] = {_wide_name(value, v in widened)}"
+                     for v, value in swap.saves[phase]]
+            lines = swap.wide_replay if wide else swap.phases[phase]
             thread_body(kernel, variant, out, ["rt_lane = t0 - rt_strip"] + prologue + loads
-                         + swap.phases[phase] + saves)
+                         + lines + saves)
         for kind in kinds:
             moves = swap.moves[phase][f"{kind}top"]
             if moves:
@@ -179,8 +185,12 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
         for kind in kinds:
             out.line(f"rt_{kind}top = 0")
         threads(0)
-        with out.block(f"for {parts['counter']} in range({start}, {stop}, {step}):"):
-            threads(1)
+        if swap.widened:
+            _switched(out, swap.widened, f"for {parts['counter']} in range({start}, {stop}, "
+                      f"{step}):", lambda wide: threads(1, wide))
+        else:
+            with out.block(f"for {parts['counter']} in range({start}, {stop}, {step}):"):
+                threads(1)
         threads(2)
         with out.block(f"for {parts['reverse_counter']} in range(rt_trip - 1, -1, -1):"):
             threads(3)
@@ -192,44 +202,43 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
         threads(4)
 
 
-def _widened_iterations(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder,
-                        prologue: list[str], phases: list[SourceBuilder], swap: Interchange,
-                        changed: set[str]) -> None:
-    """The interchanged loop of a strip with widened locals (``interchange.widened``): the
-    iteration as written until a check finds one of them tiny in some thread, from then on to
-    the strip's end its widened version, those locals in float64 strip arrays."""
-    at = "uint64(t0 - rt_strip)"
+def _carry(name: str, wide: bool) -> str:
+    """The strip array holding carried local ``name``: float64 where it is widened."""
+    return f"rt_wide_{name}" if wide else f"rt_carry_{name}"
+
+
+def _wide_name(name: str, wide: bool) -> str:
+    """How the iteration's code names local ``name``: ``rt_w_<name>`` where it is widened."""
+    return f"{WIDE_PREFIX}{name}" if wide else name
+
+
+def _switched(out: SourceBuilder, widened: tuple[str, ...], header: str, iteration) -> None:
+    """An interchanged loop over ``header`` whose strip has widened locals
+    (``interchange.widened``): ``iteration(False)``, the iteration as written, until a check
+    finds one of them tiny in some thread, then ``iteration(True)``, its widened version, to
+    the strip's end, those locals in float64 strip arrays."""
     count = "rt_strip_end - rt_strip"
-    wide = set(swap.widened)
-    out.line(f"rt_wide, rt_check = False, {WIDE_CHECK}")
-    with out.block("for rt_it in range(rt_start, rt_stop, rt_step):"):
-        out.line(f"{swap.loop.var} = int32(rt_it)")
+    out.line(f"rt_wide, rt_check, rt_done = False, {WIDE_CHECK}, 0")
+    with out.block(header):
         with out.block("if rt_wide:"):
-            loads = [f"{WIDE_PREFIX}{v} = rt_wide_{v}[{at}]" if v in wide
-                     else f"{v} = rt_carry_{v}[{at}]" for v in swap.carried]
-            saves = [f"rt_wide_{v}[{at}] = {WIDE_PREFIX}{v}" if v in wide
-                     else f"rt_carry_{v}[{at}] = {v}" for v in swap.carried if v in changed]
-            with out.block("for t0 in range(rt_strip, rt_strip_end):"):
-                thread_body(kernel, variant, out, prologue + loads + phases[3].lines + saves)
+            iteration(True)
         with out.block("else:"):
-            loads = [f"{v} = rt_carry_{v}[{at}]" for v in swap.carried]
-            saves = [f"rt_carry_{v}[{at}] = {v}" for v in swap.carried if v in changed]
-            with out.block("for t0 in range(rt_strip, rt_strip_end):"):
-                thread_body(kernel, variant, out, prologue + loads + phases[1].lines + saves)
-            with out.block("if (rt_it - rt_start) // rt_step + 1 == rt_check:"):
+            iteration(False)
+            out.line("rt_done += 1")
+            with out.block("if rt_done == rt_check:"):
                 out.line("rt_check *= 2")
                 out.line("rt_found = int32(0)")
                 with out.block(f"for rt_l in range({count}):"):
-                    tests = " | ".join(f"rt_tiny(rt_carry_{v}[rt_l])" for v in swap.widened)
+                    tests = " | ".join(f"rt_tiny(rt_carry_{v}[rt_l])" for v in widened)
                     out.line(f"rt_found |= {tests}")
                 with out.block("if rt_found:"):
                     out.line("rt_wide = True")
                     with out.block(f"for rt_l in range({count}):"):
-                        for v in swap.widened:
+                        for v in widened:
                             out.line(f"rt_wide_{v}[rt_l] = float64(rt_carry_{v}[rt_l])")
     with out.block("if rt_wide:"):
         with out.block(f"for rt_l in range({count}):"):
-            for v in swap.widened:
+            for v in widened:
                 out.line(f"rt_carry_{v}[rt_l] = float32(rt_wide_{v}[rt_l])")
 
 
@@ -252,18 +261,27 @@ def interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder
             thread_body(kernel, variant, out, prologue + phases[0].lines + saves)
         out.line(f"rt_start, rt_stop, rt_step = {', '.join(bounds)}")
         changed = assigned(swap.loop.body)
+
+        def iteration(wide: bool) -> None:
+            out.line(f"{swap.loop.var} = int32(rt_it)")
+            widened = set(swap.widened) if wide else set()
+            loads = [f"{_wide_name(v, v in widened)} = {_carry(v, v in widened)}[{at}]"
+                     for v in swap.carried]
+            saves = [f"{_carry(v, v in widened)}[{at}] = {_wide_name(v, v in widened)}"
+                     for v in swap.carried if v in changed]
+            lines = phases[3 if wide else 1].lines
+            with out.block("for t0 in range(rt_strip, rt_strip_end):"):
+                thread_body(kernel, variant, out, prologue + loads + lines + saves)
+            for _, _, lines in writer.loop_lane_flushes:  # the iteration's adds at one index
+                for line in lines:
+                    out.line(line)
+
+        header = "for rt_it in range(rt_start, rt_stop, rt_step):"
         if swap.widened:
-            _widened_iterations(kernel, variant, out, prologue, phases, swap, changed)
+            _switched(out, swap.widened, header, iteration)
         else:
-            with out.block("for rt_it in range(rt_start, rt_stop, rt_step):"):
-                out.line(f"{swap.loop.var} = int32(rt_it)")
-                loads = [f"{v} = rt_carry_{v}[{at}]" for v in swap.carried]
-                saves = [f"rt_carry_{v}[{at}] = {v}" for v in swap.carried if v in changed]
-                with out.block("for t0 in range(rt_strip, rt_strip_end):"):
-                    thread_body(kernel, variant, out, prologue + loads + phases[1].lines + saves)
-                for _, _, lines in writer.loop_lane_flushes:  # the iteration's adds at one index
-                    for line in lines:
-                        out.line(line)
+            with out.block(header):
+                iteration(False)
         with out.block("for t0 in range(rt_strip, rt_strip_end):"):
             loads = [f"{v} = rt_carry_{v}[{at}]" for v in swap.carried]
             thread_body(kernel, variant, out, prologue + loads + phases[2].lines)

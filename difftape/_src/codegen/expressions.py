@@ -327,7 +327,7 @@ class ExprCoder:
         if isinstance(e, ir.Const):
             return self.constants.name(e.value, e.type)
         if isinstance(e, ir.Var):
-            return f"float32({WIDE_PREFIX}{e.name})" if e.name in self.wide else e.name
+            return self.spelled(e.name)
         if isinstance(e, ir.Load):
             return self.load_code(e.array, e.indices, temps)
         if isinstance(e, ir.Shape):
@@ -340,14 +340,25 @@ class ExprCoder:
             joined = f" {e.op} ".join(self.code(v, temps) for v in e.values)
             return f"({joined})"
         if isinstance(e, ir.Call):
-            if self.wide and e.builtin.key == "mul" and e.type is dtypes.float32 and any(
-                    isinstance(a, ir.Var) and a.name in self.wide for a in e.args):
-                # interchange.widened: the float64 product of float32 values, rounded once
-                left, right = (f"{WIDE_PREFIX}{a.name}" if isinstance(a, ir.Var)
-                               and a.name in self.wide else self.code(a, temps) for a in e.args)
-                return f"float32({left} * {right})"
+            if self.widens(e):
+                return self.wide_product(e, lambda a: self.code(a, temps))
             return self.call_code(e, [self.code(a, temps) for a in e.args])
         raise TypeError(f"cannot spell {type(e).__name__}")
+
+    def widens(self, e: ir.Call) -> bool:
+        """Whether ``e`` is a float32 product with a widened local as a factor (``wide``)."""
+        return bool(self.wide) and e.builtin.key == "mul" and e.type is dtypes.float32 and any(
+            isinstance(a, ir.Var) and a.name in self.wide for a in e.args)
+
+    def wide_product(self, e: ir.Call, spell) -> str:
+        """``interchange.widened``: the float64 product of float32 values, rounded once."""
+        left, right = (f"{WIDE_PREFIX}{a.name}" if isinstance(a, ir.Var) and a.name in self.wide
+                       else spell(a) for a in e.args)
+        return f"float32({left} * {right})"
+
+    def spelled(self, name: str) -> str:
+        """A local's value: a widened one's float64 rounded back (``wide``)."""
+        return f"float32({WIDE_PREFIX}{name})" if name in self.wide else name
 
     def checked_index_code(self, e: ir.CheckedIndex, code: str) -> str:
         """A run-time component index: checked in debug mode, itself otherwise."""
@@ -396,12 +407,14 @@ class ExprCoder:
         if not self.analysis.expr_active(e):
             return self.code(e, temps)
         if isinstance(e, ir.Var):
-            return e.name
+            return self.spelled(e.name)
         if isinstance(e, ir.Cast):
             inner = self.materialize(e.value, out, temps)
             return self.cast_code(inner, e.value.type, e.type)
         if isinstance(e, ir.Load):
             text = self.load_code(e.array, e.indices, temps)
+        elif isinstance(e, ir.Call) and self.widens(e):
+            text = self.wide_product(e, lambda a: self.materialize(a, out, temps))
         elif isinstance(e, ir.Call):
             text = self.call_code(e, [self.materialize(a, out, temps) for a in e.args])
         else:

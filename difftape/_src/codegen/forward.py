@@ -67,6 +67,9 @@ class ForwardWriter(ExprCoder):
         # rt_lane``).
         self.swap_loop: ir.For | None = None
         self.swap_parts: dict = {}
+        # Locals the loop's replay keeps widened (``interchange.widened``): set on a second
+        # writer, whose replay lines then stand in for the first's once the check finds one tiny.
+        self.wide_replay: frozenset[str] = frozenset()
         # Locals with one value in all the threads that run side by side, lane by lane: the
         # loop's variable while one iteration of an interchanged loop is written (run by every
         # thread of a strip: the forward's loop body, the adjoint's loop reverse), the outer
@@ -110,7 +113,7 @@ class ForwardWriter(ExprCoder):
             self.uses_istack = True
             if t not in _INT32_HOLDS:
                 self.stack_int = dtypes.int64
-        out.line(f"{kind}stack[{self.stack_slot(kind)}] = {name}; {kind}top += 1")
+        out.line(f"{kind}stack[{self.stack_slot(kind)}] = {self.spelled(name)}; {kind}top += 1")
 
     def stack_slot(self, kind: str) -> str:
         """The stack element at ``kind``'s top: per thread, or per strip lane when the adjoint
@@ -383,7 +386,9 @@ class ForwardWriter(ExprCoder):
         def write_body() -> SourceBuilder:
             body = SourceBuilder(0)
             body.line(f"{s.var} = {value}")
+            self.wide = self.wide_replay
             self.write(s.body, body, True)
+            self.wide = frozenset()
             return body
 
         body, _ = self.loop_body(write_body)

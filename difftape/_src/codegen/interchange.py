@@ -123,7 +123,8 @@ def widened(loop: ir.For, carried: dict[str, type]) -> tuple[str, ...]:
     rounding follows, to normal or denormal alike), and the float64 multiply takes no assist:
     167 -> 83 ms. A multiply of a denormal by some other float32 value keeps its assist. The
     checks cost ~5% on normal data. Only loops of assignments and branches qualify, whose
-    second version writes no other state."""
+    second version writes no other state. The adjoint's replay of the loop is widened the
+    same way (``backends/cpu.py``: ``_widened_replay``): backward 195 -> 86 ms."""
     if not all(isinstance(s, (ir.Assign, ir.If)) for s in ir.walk_stmts(loop.body)):
         return ()
     found = set()
