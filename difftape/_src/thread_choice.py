@@ -14,10 +14,10 @@ times nothing) must not keep a launch off the threads for good.
 The trials take a few milliseconds, and a host whose other core is busy for that long decides
 wrong: on the 2-core test VM, mass-spring's forces (threads 1.3-1.8x faster) were kept serial
 in two of four benchmark-like processes, and stayed serial for the whole run. So the way not
-chosen is also timed at a few ``PROBES`` launches after the choice (``PROBE_RUNS`` runs in a
-row, the fastest counting), and wins from then on if it beats the chosen way's fastest run:
-two runs of the slower way at each probe when the choice was right. The chosen way's launch
-right before a probe is timed too: a process's first launches run slower than later ones (cold
+chosen is also timed at a few ``PROBES`` launches after the choice (threads ``PROBE_RUNS``
+runs in a row, the fastest counting; serial once), and wins from then on if it beats the
+chosen way's fastest run: one or two runs of the slower way at each probe when the choice was
+right. The chosen way's launch right before a probe is timed too: a process's first launches run slower than later ones (cold
 caches, page faults, threads starting), and with the trials' times alone a serial probe of a
 1024² stencil step (0.71 ms) beat threads timed during warm-up (0.88 ms; 0.38 ms once warm),
 which then stayed serial until the recheck.
@@ -40,9 +40,11 @@ RECHECK = 200
 # Launches after a choice (counted as ``Choice.followed``) that run the other way, timed.
 PROBES = frozenset({4, 16, 64})
 
-# Runs the other way at each probe, one after the other (counted as one launch): the first
+# Runs of threads at a probe of them, one after the other (counted as one launch): the first
 # threaded run after many serial ones wakes workers that went to sleep, which on a virtual
-# machine whose idle cores halt took 0.7-0.8 ms against 0.31 for a 1024² stencil step.
+# machine whose idle cores halt took 0.7-0.8 ms against 0.31 for a 1024² stencil step. A
+# probe of the serial way runs once: where a benchmark's round makes one launch of a kernel,
+# two serial runs took two of its five timed rounds (4M-element elementwise: 14 ms, not 7).
 PROBE_RUNS = 2
 
 # False: every launch that may use threads does (what tests of those rules set).
@@ -85,7 +87,7 @@ class Choice:
             self.restart()
             return None
         if self.followed in PROBES:
-            self.probing = PROBE_RUNS
+            self.probing = 1 if self.decided else PROBE_RUNS
             return not self.decided
         self.refreshing = self.followed + 1 in PROBES
         return self.decided
