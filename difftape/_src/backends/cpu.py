@@ -318,9 +318,9 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
     swapped = SwappedAdjoint(phases, carried, loads, saves, moves, parts)
     wide = tuple(v for v in swap.widened
                  if carried.get(v) is dtypes.float32 and v in dict(saves[1]))
-    if wide:
-        swapped.widened, swapped.wide_replay = wide, _widened_replay(kernel, body, swap, analysis,
-                                                                     variant, wide)
+    replay = _widened_replay(kernel, body, swap, analysis, variant, wide) if wide else []
+    if wide and len(replay) == len(phases[1]):  # line for line the same code, spelled widened
+        swapped.widened, swapped.wide_replay = wide, replay
         writer.runtime.add("rt_tiny")
     return writer, swapped
 
