@@ -40,7 +40,7 @@ from ..frontend import ir
 from ..version import __version__ as _difftape_version
 from . import cpu_cache, cpu_index, cpu_llvm, cpu_numba_memo
 from .cpu_loops import (SwappedAdjoint, interchanged_adjoint_loops, interchanged_loops,
-                        thread_loops)
+                        thread_loops, widening_setup)
 from .cpu_runtime import FLUSH_DENORMALS
 from .cpu_symbols import runtime_stamp
 
@@ -490,7 +490,7 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
     if swap is not None:
         setup += [f"rt_carry_{v} = rt_stack_array({STRIP}, np.{t.__name__})"
                   for v, t in swap.carried.items()]
-        setup += [f"rt_wide_{v} = rt_stack_array({STRIP}, np.float64)" for v in swap.widened]
+        setup += widening_setup(swap.widened)
         writer.runtime.add("rt_stack_array")
     setup += [f"{lane} = rt_stack_zeros({STRIP}, np.{t.__name__}, {STRIP})"
               for lane, t, _ in writer.loop_lane_flushes]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..codegen.emitter import SourceBuilder, plus
-from ..codegen.expressions import WIDE_PREFIX
+from ..codegen.expressions import WIDE_ONE, WIDE_PREFIX
 from ..codegen.interchange import WIDE_CHECK, Interchange
 from ..codegen.signs import assigned
 from ..codegen.splits import Split
@@ -200,6 +200,16 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
                     for line in lines:
                         out.line(line)
         threads(4)
+
+
+def widening_setup(widened: tuple[str, ...]) -> list[str]:
+    """The setup of a function with widened iterations (``interchange.widened``): the float64
+    strip arrays of its widened locals, and ``WIDE_ONE``: 1.0 inside the loop over the strips,
+    which runs only where ``lo < hi``, but not a constant to LLVM (``ExprCoder.wide_product``)."""
+    if not widened:
+        return []
+    return [f"rt_wide_{v} = rt_stack_array({STRIP}, np.float64)" for v in widened] + [
+        f"{WIDE_ONE} = float64(1.0) if lo < hi else float64(3.0)"]
 
 
 def _carry(name: str, wide: bool) -> str:

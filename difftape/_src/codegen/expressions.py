@@ -32,6 +32,7 @@ MAX_LANE_BYTES = 64 * 1024
 # Operators emitted inline when their Python meaning equals the builtin's (float + - * /).
 _INLINE_FLOAT = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 WIDE_PREFIX = "rt_w_"  # a widened local's float64 name (``interchange.widened``)
+WIDE_ONE = "rt_one"  # 1.0 wherever a widened iteration runs (``widening_one``)
 _INLINE_INT = {"add": "+", "sub": "-", "mul": "*", "bit_and": "&", "bit_or": "|",
                "bit_xor": "^", "lshift": "<<", "rshift": ">>"}
 # Float32 sine and cosine are components of rt_sincos(x) (see inline_rules.FLOAT32_ONLY).
@@ -346,14 +347,18 @@ class ExprCoder:
         raise TypeError(f"cannot spell {type(e).__name__}")
 
     def widens(self, e: ir.Call) -> bool:
-        """Whether ``e`` is a float32 product with a widened local as a factor (``wide``)."""
-        return bool(self.wide) and e.builtin.key == "mul" and e.type is dtypes.float32 and any(
-            isinstance(a, ir.Var) and a.name in self.wide for a in e.args)
+        """Whether ``e`` is a float32 product in a widened iteration (``wide``): all are."""
+        return bool(self.wide) and e.builtin.key == "mul" and e.type is dtypes.float32
 
     def wide_product(self, e: ir.Call, spell) -> str:
-        """``interchange.widened``: the float64 product of float32 values, rounded once."""
+        """``interchange.widened``: the float64 product of float32 values, rounded once. A
+        widened local is a float64 already; other factors go through ``WIDE_ONE``: LLVM
+        shrinks ``fptrunc(fpext(a) * fpext(b))`` back to a float32 multiply, but not a product
+        with a float64 it cannot prove is 1."""
         left, right = (f"{WIDE_PREFIX}{a.name}" if isinstance(a, ir.Var) and a.name in self.wide
                        else spell(a) for a in e.args)
+        if not any(isinstance(a, ir.Var) and a.name in self.wide for a in e.args):
+            left = f"({left} * {WIDE_ONE})"
         return f"float32({left} * {right})"
 
     def spelled(self, name: str) -> str:

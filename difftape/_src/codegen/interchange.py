@@ -117,14 +117,14 @@ def widened(loop: ir.For, carried: dict[str, type]) -> tuple[str, ...]:
     underflowed. Its strip therefore gets a second version of the iteration, switched to once a
     check (after ``WIDE_CHECK`` iterations, then after twice as many each time) finds such a
     local below 2**-64 in one of the strip's threads (``rt_tiny``): there the local is kept as
-    a float64 holding its float32 value, and each product it is a factor of is taken in
-    float64 and rounded to float32. That is the float32 product bit for bit (two 24-bit
-    significands multiply exactly within float64's 53 bits and exponent range, and one
-    rounding follows, to normal or denormal alike), and the float64 multiply takes no assist:
-    167 -> 83 ms. A multiply of a denormal by some other float32 value keeps its assist. The
-    checks cost ~5% on normal data. Only loops of assignments and branches qualify, whose
-    second version writes no other state. The adjoint's replay of the loop is widened the
-    same way (``backends/cpu.py``: ``_widened_replay``): backward 195 -> 86 ms."""
+    a float64 holding its float32 value, and every float32 product is taken in float64 and
+    rounded to float32 (``ExprCoder.wide_product``). That is the float32 product bit for bit
+    (two 24-bit significands multiply exactly within float64's 53 bits and exponent range,
+    and one rounding follows, to normal or denormal alike), and the float64 multiply takes no
+    assist: 164 -> 26 ms. The checks cost ~5% on normal data. Only loops of assignments and
+    branches qualify, whose second version writes no other state. The adjoint's replay of the
+    loop is widened the same way (``backends/cpu.py``: ``_widened_replay``): backward 195 ->
+    86 ms; its reverse sweep is not."""
     if not all(isinstance(s, (ir.Assign, ir.If)) for s in ir.walk_stmts(loop.body)):
         return ()
     found = set()
