@@ -322,12 +322,14 @@ def test_widened_products_are_the_float32_products(threading):
     assert ((p > 0) & (p < 2.0 ** -126)).any(axis=1).sum() > 50  # iterations with denormals
 
 
-def test_widened_replay_gives_the_plain_adjoints_gradients(threading):
-    """The interchanged adjoint's loop replay widens the same locals as the forward (``decays``'
-    adjoint stays plain: its loop calls ``abs``): every thread's gradient must be debug mode's
-    (the plain per-thread adjoint) bit for bit."""
+def test_widened_adjoint_gives_the_plain_adjoints_gradients(threading):
+    """The interchanged adjoint's loop replay widens the same locals as the forward, and its
+    reverse the products of ``mul``'s rule (``decays``' adjoint stays plain: its loop calls
+    ``abs``): every thread's gradient must be debug mode's (the plain per-thread adjoint) bit
+    for bit."""
     source = damped.source().split("def damped_adjoint")[1]
     assert "rt_wide_p = rt_stack_array" in source and "rt_w_q = rt_wide_q[" in source
+    assert "* rt_one) * xi)" in source  # a widened product of the reverse sweep
     threading("serial")
     rng = np.random.default_rng(8)
     size, n = 2 * STRIP + 45, 150

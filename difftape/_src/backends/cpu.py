@@ -318,22 +318,26 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
     swapped = SwappedAdjoint(phases, carried, loads, saves, moves, parts)
     wide = tuple(v for v in swap.widened
                  if carried.get(v) is dtypes.float32 and v in dict(saves[1]))
-    replay = _widened_replay(kernel, body, swap, analysis, variant, wide) if wide else []
-    if wide and len(replay) == len(phases[1]):  # line for line the same code, spelled widened
-        swapped.widened, swapped.wide_replay = wide, replay
+    replay, reverse = _widened_loop(kernel, body, swap, analysis, variant, wide) if wide \
+        else ([], [])
+    # line for line the same code as the plain loop's, only spelled widened
+    if wide and len(replay) == len(phases[1]) and len(reverse) == len(phases[3]):
+        swapped.widened, swapped.wide_replay, swapped.wide_reverse = wide, replay, reverse
         writer.runtime.add("rt_tiny")
     return writer, swapped
 
 
-def _widened_replay(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Interchange, analysis,
-                    variant: Variant, wide: tuple[str, ...]) -> list[str]:
-    """The interchanged adjoint's loop replay with ``wide`` widened (``interchange.widened``):
-    a second writer writes the whole adjoint the same way, so its temporaries have the first's
-    names, and keeps this part of it."""
+def _widened_loop(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Interchange, analysis,
+                  variant: Variant, wide: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """The interchanged adjoint's loop replay with ``wide`` widened, and its reverse with the
+    derivative rules' float32 products widened (``interchange.widened``): a second writer
+    writes the whole adjoint the same way, so its temporaries have the first's names, and
+    keeps these parts of it."""
     writer = _writer(kernel, body, analysis, variant, adjoint=True)
-    writer.swap_loop, writer.wide_replay = swap.loop, frozenset(wide)
+    writer.swap_loop, writer.wide_replay, writer.wide_reverse = swap.loop, frozenset(wide), True
     writer.write(body, SourceBuilder(), replay=True)
-    return writer.swap_parts["replay"]
+    writer.reverse(body, SourceBuilder())
+    return writer.swap_parts["replay"], writer.swap_parts["reverse"]
 
 
 def _calls_builtins(lines: list[str], writer) -> bool:

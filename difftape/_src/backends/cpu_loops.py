@@ -136,6 +136,7 @@ class SwappedAdjoint:
     parts: dict  # what the writer kept of the loop: its bounds and counters
     widened: tuple[str, ...] = ()  # ``interchange.widened`` locals of the loop's replay
     wide_replay: list[str] = field(default_factory=list)  # that replay's widened version
+    wide_reverse: list[str] = field(default_factory=list)  # the loop's reverse, widened
 
 
 def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder,
@@ -153,13 +154,14 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
     start, stop, step = names["start"], names["stop"], names["step"]
 
     def threads(phase: int, wide: bool = False) -> None:
-        widened = set(swap.widened) if wide else set()
+        widened = set(swap.widened) if wide and phase == 1 else set()  # the replay's locals
         with out.block("for t0 in range(rt_strip, rt_strip_end):"):
             loads = [f"{_wide_name(v, v in widened)} = {_carry(v, v in widened)}[{at}]"
                      for v in swap.loads[phase]]
             saves = [f"{_carry(v, v in widened)}[{at}] = {_wide_name(value, v in widened)}"
                      for v, value in swap.saves[phase]]
-            lines = swap.wide_replay if wide else swap.phases[phase]
+            lines = ({1: swap.wide_replay, 3: swap.wide_reverse}[phase] if wide
+                     else swap.phases[phase])
             thread_body(kernel, variant, out, ["rt_lane = t0 - rt_strip"] + prologue + loads
                          + lines + saves)
         for kind in kinds:
@@ -192,13 +194,23 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
             with out.block(f"for {parts['counter']} in range({start}, {stop}, {step}):"):
                 threads(1)
         threads(2)
-        with out.block(f"for {parts['reverse_counter']} in range(rt_trip - 1, -1, -1):"):
-            threads(3)
-            if writer.loop_lane_flushes:  # the iteration's adds at one index, per site
-                out.line(parts["reverse"][0])  # the loop variable, which the indices read
-                for _, _, lines in writer.loop_lane_flushes:
-                    for line in lines:
-                        out.line(line)
+
+        def reverse(wide: bool) -> None:
+            with out.block(f"for {parts['reverse_counter']} in range(rt_trip - 1, -1, -1):"):
+                threads(3, wide)
+                if writer.loop_lane_flushes:  # the iteration's adds at one index, per site
+                    out.line(parts["reverse"][0])  # the loop variable, which the indices read
+                    for _, _, lines in writer.loop_lane_flushes:
+                        for line in lines:
+                            out.line(line)
+
+        if swap.widened:  # the strip's reverse runs widened where its replay ended widened
+            with out.block("if rt_wide:"):
+                reverse(True)
+            with out.block("else:"):
+                reverse(False)
+        else:
+            reverse(False)
         threads(4)
 
 

@@ -177,7 +177,9 @@ class AdjointWriter(ForwardWriter):
         if s is self.swap_loop:  # one iteration's reverse, run for every thread of a strip
             k = f"k_{self.counter_next()}"
             self.lane_same = frozenset({s.var})
+            self.wide_rules = self.wide_reverse
             body = self.nested(s.body, 0, loop=True)
+            self.wide_rules = False
             self.lane_same = None
             position = f"int32({names['start']} + {k} * {names['step']})"
             self.swap_parts.update(reverse_counter=k,

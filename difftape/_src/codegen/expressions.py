@@ -122,6 +122,7 @@ class ExprCoder:
         # these locals live as float64 ``rt_w_<name>``, and the products they are factors of
         # are taken in float64.
         self.wide: frozenset[str] = frozenset()
+        self.wide_rules = False  # the same for the products of derivative rules
         self.counter = 0
 
     def replica_add(self, array: str, ref: ir.ArrayRef, indices: tuple[ir.Expr, ...],
@@ -470,6 +471,9 @@ class ExprCoder:
             result = self.value_of(call, out, temps) if "ret" in needs else None
             contributions = INLINE_RULES[record.key](*args, result, g,
                                                      self.constants.name(0, call.type))
+            if self.wide_rules and record.key == "mul" and call.type is dtypes.float32:
+                contributions = tuple(None if c is None else f"float32(({g} * {WIDE_ONE}) * {x})"
+                                      for c, x in zip(contributions, reversed(args)))
             for k in wanted:
                 arg, c = call.args[k], contributions[k]
                 # An array element's contribution is added once: it needs no name of its own

@@ -70,6 +70,8 @@ class ForwardWriter(ExprCoder):
         # Locals the loop's replay keeps widened (``interchange.widened``): set on a second
         # writer, whose replay lines then stand in for the first's once the check finds one tiny.
         self.wide_replay: frozenset[str] = frozenset()
+        # The same for the loop's reverse: its float32 products' rules take them in float64.
+        self.wide_reverse = False
         # Locals with one value in all the threads that run side by side, lane by lane: the
         # loop's variable while one iteration of an interchanged loop is written (run by every
         # thread of a strip: the forward's loop body, the adjoint's loop reverse), the outer
