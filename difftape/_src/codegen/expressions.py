@@ -32,7 +32,7 @@ MAX_LANE_BYTES = 64 * 1024
 # Operators emitted inline when their Python meaning equals the builtin's (float + - * /).
 _INLINE_FLOAT = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 WIDE_PREFIX = "rt_w_"  # a widened local's float64 name (``interchange.widened``)
-WIDE_ONE = "rt_one"  # 1.0 wherever a widened iteration runs (``widening_one``)
+WIDE_ONE = "rt_one"  # 1.0 wherever a widened iteration runs (``cpu_loops.widening_setup``)
 _INLINE_INT = {"add": "+", "sub": "-", "mul": "*", "bit_and": "&", "bit_or": "|",
                "bit_xor": "^", "lshift": "<<", "rshift": ">>"}
 # Float32 sine and cosine are components of rt_sincos(x) (see inline_rules.FLOAT32_ONLY).
