@@ -37,11 +37,14 @@ class AlignedBlock(np.ndarray):
     base at a different class), so a block base marks a whole allocation (``owns_memory``)."""
 
 
+# The classes of an owning storage's ``base``: none (numpy's own allocations), or its block.
+OWNING_BASES = (type(None), AlignedBlock)
+
+
 def owns_memory(storage: np.ndarray) -> bool:
     """Whether ``storage`` is all of its memory: no other array made here starts inside it
     (numpy's own allocations, and this module's ``AlignedBlock`` storage)."""
-    base = storage.base
-    return base is None or base.__class__ is AlignedBlock
+    return storage.base.__class__ in OWNING_BASES
 
 
 def aligned_empty(shape: tuple[int, ...], np_dtype: np.dtype, zero: bool = False) -> np.ndarray:

@@ -32,7 +32,7 @@ import numpy as np
 
 from . import config, dtypes, thread_choice
 from .array import array
-from .array_storage import AlignedBlock
+from .array_storage import OWNING_BASES
 from .cache_files import kept_code
 from .device import get_device
 from .kernel import _options_epoch
@@ -72,7 +72,7 @@ def build(plan, kernel_key: str, reraise) -> tuple[object, object] | tuple[None,
     namespace = {"array": array, "config": config, "CPU": get_device("cpu"),
                  "epoch": _options_epoch, "reraise": reraise, "cache": cache,
                  "stays_serial": thread_choice.stays_serial,
-                 "NUMBERS": (np.floating, np.integer), "BLOCK": AlignedBlock}
+                 "NUMBERS": (np.floating, np.integer), "OWNING": OWNING_BASES}
     checks, packed, arrays = _argument_checks(plan, namespace)
     adjoint_checks, buffers, adjoint_arrays = _adjoint_checks(plan, namespace)
     namespace["entry_of"] = _entry_finder(plan, cache, len(packed), len(buffers))
@@ -107,8 +107,8 @@ def _argument_checks(plan, namespace: dict) -> tuple[list[str], list[str], list[
                 f"a{k}.device is not CPU:",
                 "        return False",
                 f"    d{k} = a{k}._plain_data",
-                f"    if d{k} is None or d{k}.ndim != {storage_ndim} or ("
-                f"d{k}.base is not None and d{k}.base.__class__ is not BLOCK):",
+                f"    if d{k} is None or d{k}.ndim != {storage_ndim} or "
+                f"d{k}.base.__class__ not in OWNING:",
                 "        return False"]
             packed.append(f"d{k}")
             arrays.append(f"d{k}")
@@ -174,7 +174,7 @@ def _adjoint_checks(plan, namespace: dict) -> tuple[list[str], list[int], list[s
             "    else:",
             f"        g{k} = r{k}._plain_data",
             f"        if g{k} is None or g{k}.ndim != {plan.flat_storage_ndims[j]} or "
-            f"not g{k}.size or (g{k}.base is not None and g{k}.base.__class__ is not BLOCK):",
+            f"not g{k}.size or g{k}.base.__class__ not in OWNING:",
             "            return False",
             f"        h{k} = True",
             f"        c{k} = r{k} is a{k}._grad and not a{k}._retain_grad"]

@@ -20,6 +20,7 @@ from . import naming
 from .activity import Analysis
 from .emitter import ConstantPool, SourceBuilder, cast, plus
 from .inline_rules import FLOAT32_ONLY, INLINE_NEEDS, INLINE_RULES
+from .interchange import float32_product
 from .offsets import constant, thread_offset
 from .signs import (data_locals, gathered_locals, is_nonnegative, nonnegative_locals,
                     reads_arrays)
@@ -349,7 +350,7 @@ class ExprCoder:
 
     def widens(self, e: ir.Call) -> bool:
         """Whether ``e`` is a float32 product in a widened iteration (``wide``): all are."""
-        return bool(self.wide) and e.builtin.key == "mul" and e.type is dtypes.float32
+        return bool(self.wide) and float32_product(e)
 
     def wide_product(self, e: ir.Call, spell) -> str:
         """``interchange.widened``: the float64 product of float32 values, rounded once. A
@@ -471,7 +472,7 @@ class ExprCoder:
             result = self.value_of(call, out, temps) if "ret" in needs else None
             contributions = INLINE_RULES[record.key](*args, result, g,
                                                      self.constants.name(0, call.type))
-            if self.wide_rules and record.key == "mul" and call.type is dtypes.float32:
+            if self.wide_rules and float32_product(call):
                 contributions = tuple(None if c is None else f"float32(({g} * {WIDE_ONE}) * {x})"
                                       for c, x in zip(contributions, reversed(args)))
             for k in wanted:

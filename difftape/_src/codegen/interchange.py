@@ -135,9 +135,13 @@ def widened(loop: ir.For, carried: dict[str, type]) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+def float32_product(e: ir.Expr) -> bool:
+    """Whether ``e`` is a float32 multiply, which a widened iteration takes in float64."""
+    return isinstance(e, ir.Call) and e.builtin.key == "mul" and e.type is dtypes.float32
+
+
 def _multiplies(e: ir.Expr, name: str) -> bool:
-    return (isinstance(e, ir.Call) and e.builtin.key == "mul" and e.type is dtypes.float32
-            and any(isinstance(a, ir.Var) and a.name == name for a in e.args))
+    return float32_product(e) and any(isinstance(a, ir.Var) and a.name == name for a in e.args)
 
 
 def _shares_memory(body: list[ir.Stmt]) -> bool:
