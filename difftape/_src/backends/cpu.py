@@ -38,7 +38,7 @@ from ..codegen.structure import structure
 from ..errors import InternalError
 from ..frontend import ir
 from ..version import __version__ as _difftape_version
-from . import cpu_cache, cpu_index, cpu_llvm, cpu_numba_memo
+from . import cpu_cache, cpu_index, cpu_libm, cpu_llvm, cpu_numba_memo
 from .cpu_loops import (SwappedAdjoint, interchanged_adjoint_loops, interchanged_loops,
                         thread_loops, widening_setup)
 from .cpu_runtime import FLUSH_DENORMALS
@@ -122,6 +122,7 @@ def _register_noalias_option() -> str | None:
 NOALIAS_OPTION = _register_noalias_option()
 cpu_llvm.apply()
 cpu_numba_memo.apply()
+cpu_libm.apply()
 
 
 _NARROW_FLOATS = (dtypes.float32, dtypes.float16)  # float16 scalars compute as float32

@@ -19,6 +19,7 @@ must leave out the ``nnan``/``ninf`` flags, or those tests fold to False.
 
 from __future__ import annotations
 
+import builtins
 import math
 
 import numpy as np
@@ -32,6 +33,9 @@ _RAD_TO_DEG = 57.29577951308232087679
 _DEG_TO_RAD = 0.01745329251994329577
 _LN_2 = 0.6931471805599453
 _LN_10 = 2.302585092994046
+
+_magnitude = builtins.abs  # compiled: one fabs for floats (LLVM cannot fold a compare-and-select
+# spelling into it: the sign of a NaN would differ), a negate-and-select for integers
 
 _UNARY_FLOAT_INT = [({"x": Float}, Float), ({"x": Int}, Int)]
 _BINARY_FLOAT_INT = [({"a": Float, "b": Float}, Float), ({"a": Int, "b": Int}, Int)]
@@ -104,9 +108,7 @@ def adj_clamp(x, lo, hi, ret, adj_ret):
          reference=np.abs)
 def abs(x):  # noqa: A001 - Warp's name
     """Return the absolute value of ``x``."""
-    if x < 0:
-        return -x
-    return x - x if x == 0 else x  # +0.0 for -0.0, as C's fabs
+    return _magnitude(x)  # +0.0 for -0.0, as C's fabs
 
 
 @abs.set_adjoint
