@@ -266,8 +266,8 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
                                 analysis, variant: Variant):
     """The writer and the phases of an interchanged adjoint, or None where the stacks would
     move differently in different threads, or a local it would carry is not a plain scalar."""
-    if swap.loop.var in analysis.restored or _reads_locals(kernel, swap.loop):
-        return None
+    if swap.exits or swap.loop.var in analysis.restored or _reads_locals(kernel, swap.loop):
+        return None  # threads leaving at different iterations would save unalike
     writer = _writer(kernel, body, analysis, variant, adjoint=True)
     writer.swap_loop = swap.loop
     around = SourceBuilder()

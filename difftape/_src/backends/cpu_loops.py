@@ -264,6 +264,37 @@ def _switched(out: SourceBuilder, widened: tuple[str, ...], header: str, iterati
                 out.line(f"rt_carry_{v}[rt_l] = float32(rt_wide_{v}[rt_l])")
 
 
+# An interchanged loop with ``break`` runs on one thread at a time once at most this share
+# of its strip's threads is still in it: a vector step costs about as much as one thread's step
+# for every 16 (or fewer) threads of the strip, whether or not they still run.
+FEW_LEFT = 16
+
+
+def _finish_when_few_left(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder,
+                          swap: Interchange, at: str, entry: list[str], body: list[str],
+                          saves: list[str]) -> None:
+    """After an iteration of an interchanged loop with ``break`` (``Interchange.exits``): leave
+    the loop once every thread of the strip has left it, and once few still run, run each of
+    those threads' remaining iterations on its own, as the plain loop would. A loop of up to
+    1000 iterations that its threads leave after 5 then takes 5, and one thread of the strip
+    running longer than the others costs its own iterations only."""
+    left = " or ".join(swap.exits)
+    out.line("rt_running = int32(0)")
+    with out.block("for t0 in range(rt_strip, rt_strip_end):"):
+        stored = " or ".join(f"rt_carry_{flag}[{at}]" for flag in swap.exits)
+        out.line(f"rt_running += int32(not ({stored}))")
+    with out.block(f"if rt_running * {FEW_LEFT} <= rt_strip_end - rt_strip:"):
+        with out.block("if rt_running > 0:"):
+            rest = [f"if not ({left}):",
+                    "    for rt_rest in range(rt_it + rt_step, rt_stop, rt_step):",
+                    f"        {swap.loop.var} = int32(rt_rest)",
+                    *("        " + line for line in body),
+                    f"        if {left}: break"]
+            with out.block("for t0 in range(rt_strip, rt_strip_end):"):
+                thread_body(kernel, variant, out, entry + rest + saves)
+        out.line("break")
+
+
 def interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder,
                         setup: list[str], prologue: list[str], phases: list[SourceBuilder],
                         bounds: tuple[str, str, str], swap: Interchange, writer) -> None:
@@ -291,12 +322,19 @@ def interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder
                      for v in swap.carried]
             saves = [f"{_carry(v, v in widened)}[{at}] = {_wide_name(v, v in widened)}"
                      for v in swap.carried if v in changed]
-            lines = phases[3 if wide else 1].lines
+            body = lines = phases[3 if wide else 1].lines
+            if swap.exits:
+                # A thread that has left the loop does nothing more in it. Its locals are saved
+                # back as loaded: stores under the guard would be masked, and masked stores of
+                # bools ran the loop 7x slower than plain ones.
+                lines = [f"if not ({' or '.join(swap.exits)}):"] + ["    " + line for line in lines]
             with out.block("for t0 in range(rt_strip, rt_strip_end):"):
                 thread_body(kernel, variant, out, prologue + loads + lines + saves)
             for _, _, lines in writer.loop_lane_flushes:  # the iteration's adds at one index
                 for line in lines:
                     out.line(line)
+            if swap.exits:
+                _finish_when_few_left(kernel, variant, out, swap, at, prologue + loads, body, saves)
 
         header = "for rt_it in range(rt_start, rt_stop, rt_step):"
         if swap.widened:

@@ -13,6 +13,9 @@ from ..frontend import ir
 from ..ops import registry
 
 
+BREAK_FLAG = "flag_brk"  # the start of a loop's break flag's name; return flags start flag_ret
+
+
 def _flag(kind: str, ident: int) -> str:
     return f"flag_{kind}{ident}"
 

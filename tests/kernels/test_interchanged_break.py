@@ -1,0 +1,166 @@
+"""Interchanged loops with ``break`` (``codegen/interchange.py``, ``Interchange.exits``): a thread
+that breaks skips the rest of the loop, the strip leaves the loop once every thread has, and
+once few threads still run, each finishes alone. Every thread must compute bit for bit what the
+plain loop computes (debug mode keeps it), whichever of those paths its strip takes; the
+adjoint keeps the plain loop."""
+
+import numpy as np
+import pytest
+
+import difftape as wp
+from difftape._src.backends.cpu_loops import FEW_LEFT
+from difftape._src.codegen.strips import STRIP
+from tests.fdcheck import check_tape
+from tests.kernels.modes import debug_reference
+
+
+@wp.kernel
+def march(x: wp.array(dtype=wp.float32), stop: wp.array(dtype=int), n: int,
+          y: wp.array(dtype=wp.float32), last: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    t = wp.float32(0.0)
+    h = x[i]
+    for k in range(n):
+        h = h * 0.9 + wp.sqrt(wp.abs(t) + 1.0) * 0.01
+        if k >= stop[i]:
+            break
+        t = t + h
+        last[i] = t * 2.0  # stored in the loop (never read by the kernel)
+    y[i] = t + h
+
+
+@wp.func
+def sphere(p: wp.vec3):
+    return wp.length(p - wp.vec3(0.0, 0.0, 5.0)) - 1.0  # the func's return is not the loop's
+
+
+@wp.kernel
+def trace(dirs: wp.array(dtype=wp.vec3), depth: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    d = wp.normalize(dirs[i])
+    t = wp.float32(0.0)
+    for k in range(48):
+        h = sphere(d * t)
+        if wp.abs(h) < 1.0e-4:
+            break
+        t = t + h
+    depth[i] = t
+
+
+@wp.kernel
+def settle(x: wp.array(dtype=wp.float64), stop: wp.array(dtype=int), n: int,
+           y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    s = x[i]
+    for k in range(n):
+        if k == stop[i]:
+            break
+        s = wp.sin(s) * 0.5 + x[i] * wp.float64(k)
+    y[i] = s * s
+
+
+@wp.kernel
+def counts_atomically(x: wp.array(dtype=wp.float64), n: int, hist: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    for k in range(n):
+        if x[i] * wp.float64(k) > 2.0:
+            break
+        wp.atomic_add(hist, k, 1.0)  # per-iteration lane sums assume every thread runs
+
+
+@wp.kernel
+def returns_inside(x: wp.array(dtype=wp.float64), n: int, y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    s = wp.float64(0.0)
+    for k in range(n):
+        s = s + x[i]
+        if s > 2.0:
+            y[i] = s
+            return
+    y[i] = -s
+
+
+def _forward(kernel) -> str:
+    return kernel.source().split("_adjoint(")[0]
+
+
+def test_which_loops_with_break_are_interchanged():
+    for kernel in (march, trace, settle):
+        source = _forward(kernel)
+        assert "rt_carry_" in source and "rt_running" in source, kernel.key
+        assert "for rt_rest in range(rt_it + rt_step, rt_stop, rt_step):" in source
+        assert "rt_carry_" not in kernel.source().split("_adjoint(")[1]  # the plain adjoint
+    for kernel in (counts_atomically, returns_inside):
+        assert "rt_carry_" not in _forward(kernel), kernel.key
+
+
+def _stops(pattern: str, size: int, n: int, rng) -> np.ndarray:
+    lane = np.arange(size) % STRIP
+    if pattern == "never":
+        return np.full(size, n + 3)
+    if pattern == "at once":
+        return np.zeros(size, int)
+    if pattern == "mixed":
+        return rng.integers(0, n + 2, size)
+    if pattern == "one runs long":  # every strip finishes that thread alone after iteration 0
+        return np.where(lane == 37, n - 1, 1)
+    # after iteration 4 just over 1/FEW_LEFT of a whole strip still runs, after 9 just that
+    few = STRIP // FEW_LEFT
+    return np.where(lane < few, n - 2, np.where(lane < few + 2, 9, 4))
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+@pytest.mark.parametrize("size", [1, 5, STRIP - 1, STRIP, STRIP + 1, 2 * STRIP + 300])
+@pytest.mark.parametrize("pattern", ["never", "at once", "mixed", "one runs long", "few left"])
+def test_values_match_the_plain_loop(threading, mode, size, pattern):
+    threading(mode)
+    n = 30
+    rng = np.random.default_rng(size)
+    x = wp.array(rng.uniform(-2.0, 2.0, size).astype(np.float32), dtype=wp.float32)
+    stop = wp.array(_stops(pattern, size, n, rng).astype(np.int32), dtype=int)
+
+    def run():
+        y, last = wp.zeros(size, dtype=wp.float32), wp.full(size, -7.0, dtype=wp.float32)
+        wp.launch(march, size, inputs=[x, stop, n], outputs=[y, last])
+        return y.numpy(), last.numpy()
+
+    (y, last), (y_ref, last_ref) = run(), debug_reference(run)
+    np.testing.assert_array_equal(y, y_ref)
+    np.testing.assert_array_equal(last, last_ref)
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_sphere_tracing_matches_the_plain_loop(threading, mode):
+    """Rays that hit converge in a few steps, rays that miss run all 48, in the same strips."""
+    threading(mode)
+    size = 3 * STRIP + 11
+    rng = np.random.default_rng(2)
+    dirs = rng.uniform(-0.3, 0.3, (size, 3)).astype(np.float32)
+    dirs[:, 2] = 1.0
+    dirs[::7] = 0.0  # zero directions: normalize gives 0, and the ray never moves
+
+    def run():
+        depth = wp.zeros(size, dtype=wp.float32)
+        wp.launch(trace, size, inputs=[wp.array(dirs, dtype=wp.vec3)], outputs=[depth])
+        return depth.numpy()
+
+    got = run()
+    np.testing.assert_array_equal(got, debug_reference(run))
+    cos = dirs[:, 2] / np.maximum(np.linalg.norm(dirs.astype(np.float64), axis=1), 1e-30)
+    room = 1.0 - 25.0 * (1.0 - cos ** 2)  # the ray meets the unit sphere at z = 5 where > 0
+    hits = (room > 0.05) & (np.arange(size) % 7 != 0)
+    assert 50 < hits.sum() < size - 50  # strips mix rays that converge with rays that miss
+    np.testing.assert_allclose(got[hits], 5.0 * cos[hits] - np.sqrt(room[hits]), atol=1e-3)
+
+
+def test_gradients_through_a_loop_with_break():
+    size, n = 37, 12
+    rng = np.random.default_rng(8)
+    stop = rng.integers(0, n + 2, size)
+    stop[:3] = (0, n, n + 1)
+
+    def run(a):
+        wp.launch(settle, size, inputs=[a["x"], a["stop"], n], outputs=[a["y"]])
+
+    check_tape(run, {"x": rng.uniform(-1.0, 1.0, size)}, {"y": np.zeros(size), "stop": stop},
+               {"x": wp.float64, "y": wp.float64, "stop": wp.int32})
