@@ -1,8 +1,8 @@
-"""Interchanged loops with ``break`` (``codegen/interchange.py``, ``Interchange.exits``): a thread
-that breaks skips the rest of the loop, the strip leaves the loop once every thread has, and
-once few threads still run, each finishes alone. Every thread must compute bit for bit what the
-plain loop computes (debug mode keeps it), whichever of those paths its strip takes; the
-adjoint keeps the plain loop."""
+"""Interchanged loops with ``break``, and ``while`` loops (``codegen/interchange.py``,
+``Interchange.exits``): a thread that breaks, or whose ``while`` condition fails, skips the rest
+of the loop, the strip leaves the loop once every thread has, and once few threads still run,
+each finishes alone. Every thread must compute bit for bit what the plain loop computes (debug
+mode keeps it), whichever of those paths its strip takes; the adjoint keeps the plain loop."""
 
 import numpy as np
 import pytest
@@ -60,6 +60,36 @@ def settle(x: wp.array(dtype=wp.float64), stop: wp.array(dtype=int), n: int,
 
 
 @wp.kernel
+def count_up(x: wp.array(dtype=wp.float32), stop: wp.array(dtype=int),
+             y: wp.array(dtype=wp.float32), last: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    k = int(0)
+    s = x[i]
+    while k < stop[i]:
+        s = s * 0.99 + wp.sqrt(wp.abs(s) + 1.0)
+        k = k + 1
+        if k % 3 == 0:
+            continue
+        last[i] = s
+    y[i] = s + wp.float32(k)
+
+
+@wp.kernel
+def newton(a: wp.array(dtype=wp.float64), tol: wp.float64, y: wp.array(dtype=wp.float64),
+           steps: wp.array(dtype=int)):
+    i = wp.tid()
+    r = a[i] + wp.float64(1.0)
+    k = int(0)
+    while k < 60 and wp.abs(r * r - a[i]) > tol:
+        r = wp.float64(0.5) * (r + a[i] / r)
+        k = k + 1
+        if r < wp.float64(0.0):
+            break
+    y[i] = r * r + wp.sin(r)
+    steps[i] = k
+
+
+@wp.kernel
 def counts_atomically(x: wp.array(dtype=wp.float64), n: int, hist: wp.array(dtype=wp.float64)):
     i = wp.tid()
     for k in range(n):
@@ -85,7 +115,7 @@ def _forward(kernel) -> str:
 
 
 def test_which_loops_with_break_are_interchanged():
-    for kernel in (march, trace, settle):
+    for kernel in (march, trace, settle, count_up, newton):
         source = _forward(kernel)
         assert "rt_carry_" in source and "rt_running" in source, kernel.key
         assert "for rt_rest in range(rt_it + rt_step, rt_stop, rt_step):" in source
@@ -164,3 +194,58 @@ def test_gradients_through_a_loop_with_break():
 
     check_tape(run, {"x": rng.uniform(-1.0, 1.0, size)}, {"y": np.zeros(size), "stop": stop},
                {"x": wp.float64, "y": wp.float64, "stop": wp.int32})
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+@pytest.mark.parametrize("size", [1, STRIP - 1, 2 * STRIP + 300])
+@pytest.mark.parametrize("pattern", ["never", "at once", "mixed", "one runs long", "few left"])
+def test_while_loops_match_the_plain_loop(threading, mode, size, pattern):
+    threading(mode)
+    rng = np.random.default_rng(size + 1)
+    x = wp.array(rng.uniform(-2.0, 2.0, size).astype(np.float32), dtype=wp.float32)
+    counts = _stops(pattern, size, 30, rng)
+    counts[::5] = 0  # threads whose condition fails at once
+    stop = wp.array(counts.astype(np.int32), dtype=int)
+
+    def run():
+        y, last = wp.zeros(size, dtype=wp.float32), wp.full(size, -7.0, dtype=wp.float32)
+        wp.launch(count_up, size, inputs=[x, stop], outputs=[y, last])
+        return y.numpy(), last.numpy()
+
+    (y, last), (y_ref, last_ref) = run(), debug_reference(run)
+    np.testing.assert_array_equal(y, y_ref)
+    np.testing.assert_array_equal(last, last_ref)
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_newton_iterations_match_the_plain_loop(threading, mode):
+    threading(mode)
+    size = 2 * STRIP + 45
+    a = np.random.default_rng(4).uniform(0.0, 50.0, size)
+    a[::9] = 1.0  # converge in a few steps
+    a[5] = -1.0  # no root: the first step divides by r = 0, and the negative iterate breaks
+
+    def run():
+        y, steps = wp.zeros(size, dtype=wp.float64), wp.zeros(size, dtype=int)
+        wp.launch(newton, size, inputs=[wp.array(a, dtype=wp.float64), 1e-12], outputs=[y, steps])
+        return y.numpy(), steps.numpy()
+
+    (y, steps), (y_ref, steps_ref) = run(), debug_reference(run)
+    np.testing.assert_array_equal(y, y_ref)
+    np.testing.assert_array_equal(steps, steps_ref)
+    assert steps[0] > 3 and steps[5] == 1 and len(set(steps.tolist())) > 3
+    ok = a >= 0.0
+    r = np.sqrt(a[ok])
+    np.testing.assert_allclose(y[ok], r * r + np.sin(r), rtol=1e-9)
+
+
+def test_gradients_through_a_while_loop():
+    size = 29
+    rng = np.random.default_rng(12)
+
+    def run(a):
+        wp.launch(newton, size, inputs=[a["a"], 1e-13], outputs=[a["y"], a["steps"]])
+
+    check_tape(run, {"a": rng.uniform(0.5, 20.0, size)},
+               {"y": np.zeros(size), "steps": np.zeros(size, int)},
+               {"a": wp.float64, "y": wp.float64, "steps": wp.int32}, rtol=1e-5)

@@ -23,6 +23,9 @@ memory, which is excluded: no array the kernel writes may be read by it. The loo
   assume every thread runs every iteration; ``backends/cpu_loops.py`` runs the last few threads
   on their own). 1M sphere-tracing loops of up to 32 steps, forward: 152 -> 15 ms on one core
   (warp-lang 148); the adjoint keeps the plain loop (below).
+- a ``while`` loop is such a ``for`` (``_as_for``), over ``range(WHILE_STEPS)``, whose thread
+  breaks once its condition fails; it is taken where the body has no top-level ``for``. 1M
+  Newton square roots of ~5 steps: 8.8 -> 2.6 ms (warp-lang 9.6).
 - its bounds are the same for every thread (constants, shapes, scalar parameters and locals
   computed from those only), and its variable is not read after it;
 - the carried locals are plain scalars and fit in ``MAX_BUFFER_BYTES`` of stack.
@@ -53,6 +56,7 @@ import numpy as np
 
 from .. import dtypes
 from ..frontend import ir
+from ..ops import registry
 from .offsets import definitions, independent
 from .signs import assigned, bindings
 from .strips import MAX_BUFFER_BYTES, STRIP
@@ -64,6 +68,10 @@ from .structure import BREAK_FLAG
 # 2**-64 after c iterations stays above 2**-128 for c more (a denormal for at most the last
 # few of them), so the doubling spacing loses little, and a long loop checks rarely.
 WIDE_CHECK = 16
+
+# The iterations a ``while`` loop may run in an interchanged forward (``_as_for``): int32's
+# range; a thread's loop that ran longer would not end in any time a kernel runs.
+WHILE_STEPS = 2**31 - 1
 
 
 @dataclass
@@ -82,9 +90,15 @@ def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int,
     if rank != 1 or not (kernel.tid_flat or kernel.tid_vars):
         return None
     at = next((k for k, s in enumerate(body) if isinstance(s, ir.For)), None)
-    if at is None:
-        return None
-    loop, pre, post = body[at], body[:at], body[at + 1:]
+    if at is not None:
+        loop, pre = body[at], body[:at]
+    else:
+        at = next((k for k, s in enumerate(body) if isinstance(s, ir.While)), None)
+        if at is None:
+            return None
+        flag_init, loop = _as_for(kernel, body[at])
+        pre = body[:at] + flag_init
+    post = body[at + 1:]
     if loop.reverse or _shares_memory(body) or _has_opaque(body):
         return None
     if loop.exit_flags and (not all(f.startswith(BREAK_FLAG) for f in loop.exit_flags)
@@ -118,6 +132,27 @@ def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int,
     if size + 8 * STRIP * len(wide) > MAX_BUFFER_BYTES:
         wide = ()
     return Interchange(pre, loop, post, carried, wide, loop.exit_flags)
+
+
+def _as_for(kernel: ir.KernelIR, loop: ir.While) -> tuple[list[ir.Stmt], ir.For]:
+    """``while cond: body`` as a ``for`` over ``range(WHILE_STEPS)`` that a thread leaves by
+    the while loop's break flag, set once ``cond`` is false: ``if not cond: flag = True``, then
+    the body under ``if not flag``. Also the statement that clears the flag before the loop,
+    where the while loop has no ``break`` (the structuring pass clears it otherwise)."""
+    flag, counter = f"{BREAK_FLAG}{loop.loop_id}", f"rt_while{loop.loop_id}"
+    kernel.locals[flag], kernel.locals[counter] = dtypes.bool_, dtypes.int32
+    where = {"line": loop.line, "text": loop.text, "file": loop.file}
+    not_ = registry.lookup("logical_not")[0]
+    cleared = [] if flag in loop.exit_flags else [
+        ir.Assign(**where, target=flag, value=ir.Const(dtypes.bool_, False))]
+    body = [ir.If(**where, cond=ir.Call(dtypes.bool_, not_, (loop.cond,)),
+                  body=[ir.Assign(**where, target=flag, value=ir.Const(dtypes.bool_, True))]),
+            ir.If(**where, cond=ir.Call(dtypes.bool_, not_, (ir.Var(dtypes.bool_, flag),)),
+                  body=loop.body)]
+    steps = [ir.Const(dtypes.int32, v) for v in (0, WHILE_STEPS, 1)]
+    return cleared, ir.For(**where, var=counter, start=steps[0], stop=steps[1], step=steps[2],
+                           body=body, loop_id=loop.loop_id,
+                           exit_flags=tuple(sorted({*loop.exit_flags, flag})))
 
 
 def widened(loop: ir.For, carried: dict[str, type]) -> tuple[str, ...]:
