@@ -57,7 +57,8 @@ _SCRIPT = IR_OF + textwrap.dedent("""
         out[i] = wp.abs(x[i] - 0.5)
 
     wp.config.cpu_parallel = "serial"
-    wp.launch(distance, dim=64, inputs=[wp.zeros(64, dtype=float)], outputs=[wp.zeros(64, dtype=float)])
+    wp.launch(distance, dim=64, inputs=[wp.zeros(64, dtype=float)],
+              outputs=[wp.zeros(64, dtype=float)])
     ir = ir_of(distance)
     print(bool(re.search(r"llvm\\.fabs\\.", ir)), "fcmp" not in ir)
 """)

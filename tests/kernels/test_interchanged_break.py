@@ -124,6 +124,17 @@ def test_which_loops_with_break_are_interchanged():
         assert "rt_carry_" not in _forward(kernel), kernel.key
 
 
+def _assert_like_the_plain_loop(kernel, size: int, inputs: list) -> None:
+    """``kernel``'s outputs ``y`` and ``last`` are the plain loop's (debug mode) bit for bit."""
+    def run():
+        y, last = wp.zeros(size, dtype=wp.float32), wp.full(size, -7.0, dtype=wp.float32)
+        wp.launch(kernel, size, inputs=inputs, outputs=[y, last])
+        return y.numpy(), last.numpy()
+
+    for got, want in zip(run(), debug_reference(run)):
+        np.testing.assert_array_equal(got, want)
+
+
 def _stops(pattern: str, size: int, n: int, rng) -> np.ndarray:
     lane = np.arange(size) % STRIP
     if pattern == "never":
@@ -148,15 +159,7 @@ def test_values_match_the_plain_loop(threading, mode, size, pattern):
     rng = np.random.default_rng(size)
     x = wp.array(rng.uniform(-2.0, 2.0, size).astype(np.float32), dtype=wp.float32)
     stop = wp.array(_stops(pattern, size, n, rng).astype(np.int32), dtype=int)
-
-    def run():
-        y, last = wp.zeros(size, dtype=wp.float32), wp.full(size, -7.0, dtype=wp.float32)
-        wp.launch(march, size, inputs=[x, stop, n], outputs=[y, last])
-        return y.numpy(), last.numpy()
-
-    (y, last), (y_ref, last_ref) = run(), debug_reference(run)
-    np.testing.assert_array_equal(y, y_ref)
-    np.testing.assert_array_equal(last, last_ref)
+    _assert_like_the_plain_loop(march, size, [x, stop, n])
 
 
 @pytest.mark.parametrize("mode", ["serial", "auto"])
@@ -206,15 +209,7 @@ def test_while_loops_match_the_plain_loop(threading, mode, size, pattern):
     counts = _stops(pattern, size, 30, rng)
     counts[::5] = 0  # threads whose condition fails at once
     stop = wp.array(counts.astype(np.int32), dtype=int)
-
-    def run():
-        y, last = wp.zeros(size, dtype=wp.float32), wp.full(size, -7.0, dtype=wp.float32)
-        wp.launch(count_up, size, inputs=[x, stop], outputs=[y, last])
-        return y.numpy(), last.numpy()
-
-    (y, last), (y_ref, last_ref) = run(), debug_reference(run)
-    np.testing.assert_array_equal(y, y_ref)
-    np.testing.assert_array_equal(last, last_ref)
+    _assert_like_the_plain_loop(count_up, size, [x, stop])
 
 
 @pytest.mark.parametrize("mode", ["serial", "auto"])

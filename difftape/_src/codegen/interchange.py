@@ -138,7 +138,9 @@ def _as_for(kernel: ir.KernelIR, loop: ir.While) -> tuple[list[ir.Stmt], ir.For]
     """``while cond: body`` as a ``for`` over ``range(WHILE_STEPS)`` that a thread leaves by
     the while loop's break flag, set once ``cond`` is false: ``if not cond: flag = True``, then
     the body under ``if not flag``. Also the statement that clears the flag before the loop,
-    where the while loop has no ``break`` (the structuring pass clears it otherwise)."""
+    where the while loop has no ``break`` (the structuring pass clears it otherwise). The flag
+    and the loop's counter are added to ``kernel.locals``, as the structuring pass adds its
+    flags."""
     flag, counter = f"{BREAK_FLAG}{loop.loop_id}", f"rt_while{loop.loop_id}"
     kernel.locals[flag], kernel.locals[counter] = dtypes.bool_, dtypes.int32
     where = {"line": loop.line, "text": loop.text, "file": loop.file}
