@@ -206,3 +206,26 @@ def test_lane_intrinsics_zero_and_sum_in_order():
     ones = np.ones(512, np.float32)
     ones[0] = 2.0 ** 24  # adding 1 to it rounds back to it; the ones summed first would not
     assert lanes(ones, 300)[1] == 2.0 ** 24
+
+
+def test_stack_arrays_are_padded_against_4k_aliasing():
+    """Each stack array is ``STACK_PADDING`` bytes longer than its shape (cpu_runtime.py): two
+    arrays of 2 KiB side by side then never sit a multiple of 4 KiB apart."""
+    from numba import njit
+
+    from difftape._src.backends.cpu_runtime import STACK_PADDING, rt_stack_array
+
+    @njit
+    def two():
+        a = rt_stack_array(512, np.float32)
+        b = rt_stack_array(512, np.uint64)
+        for k in range(512):
+            a[k] = k
+            b[k] = k
+        return a.shape[0], b.shape[0], a.sum() + b.sum()
+
+    assert two() == (512, 512, 2.0 * sum(range(512)))
+    ir = next(iter(two.inspect_llvm().values()))
+    pad32, pad64 = STACK_PADDING // 4, STACK_PADDING // 8
+    assert f"alloca float, i64 {512 + pad32}" in ir or f"alloca [{512 + pad32} x float]" in ir
+    assert f"alloca i64, i64 {512 + pad64}" in ir or f"alloca [{512 + pad64} x i64]" in ir
