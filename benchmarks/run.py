@@ -422,6 +422,8 @@ def _render_zoo(zoo: dict) -> list[str]:
         cells = [_ms(w, "fwd_ms"), _ms(w, "bwd_ms"), _ms(d, "fwd_ms"), _ms(d, "bwd_ms"),
                  _fmt_ratio(_ratio(w, d, "fwd_ms")), _fmt_ratio(_ratio(w, d, "bwd_ms")),
                  f"{rec['grad_diff']:.1e}" if "grad_diff" in rec else "–"]
+        if rec.get("warp_gradient_wrong") and "grad_diff" in rec:
+            cells[-1] += " (warp-lang's is wrong: its adjoint skips the loop)"
         lines.append(f"| {case} | {' | '.join(cells)} |")
     return lines + [""]
 

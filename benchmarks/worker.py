@@ -394,6 +394,7 @@ def zoo(spec: dict) -> dict:
         for name, times in samples.items():
             rec[name] = {"fwd_ms": 1e3 * statistics.median(t[0] for t in times),
                          "bwd_ms": 1e3 * statistics.median(t[1] for t in times)}
+        rec["warp_gradient_wrong"] = case in cases.WARP_GRADIENT_WRONG
         grads = {name: run.gradients() for name, run in runs.items()}
         if "warp" in grads and "difftape" in grads:
             rec["grad_diff"] = max(

@@ -217,8 +217,73 @@ def pair_smoothing(x: wp.array(dtype=wp.vec3), s: wp.array(dtype=wp.vec3)):
     wp.atomic_add(s, i, w * x[j])  # every thread of row i: into s[i]
 
 
+@wp.kernel
+def cloth_edges(x: wp.array2d(dtype=wp.vec3), f: wp.array2d(dtype=wp.vec3)):
+    # A grid's springs to the neighbours that exist: boundary branches that run for a whole row
+    # of threads (i) or for all but its first thread (j).
+    i, j = wp.tid()
+    acc = wp.vec3(0.0, 0.0, 0.0)
+    if i > 0:
+        acc = acc + (x[i - 1, j] - x[i, j])
+    if i < x.shape[0] - 1:
+        acc = acc + (x[i + 1, j] - x[i, j])
+    if j > 0:
+        acc = acc + (x[i, j - 1] - x[i, j])
+    if j < x.shape[1] - 1:
+        acc = acc + (x[i, j + 1] - x[i, j])
+    f[i, j] = acc * 10.0
+
+
+@wp.kernel
+def dense16(x: wp.array2d(dtype=float), w: wp.array2d(dtype=float), y: wp.array2d(dtype=float)):
+    # A 16-output layer, one thread per (sample, output): 16 products per thread, each
+    # weight's gradient the sum over all samples.
+    i, o = wp.tid()
+    s = float(0.0)
+    for k in range(16):
+        s = s + w[o, k] * x[i, k]
+    y[i, o] = wp.tanh(s)
+
+
+@wp.func
+def _sphere(p: wp.vec3):
+    return wp.length(p - wp.vec3(0.0, 0.0, 3.0)) - 1.0
+
+
+@wp.kernel
+def sphere_march(d: wp.array(dtype=wp.vec3), t: wp.array(dtype=float)):
+    # Sphere tracing: up to 32 steps, leaving the loop where the ray meets the surface (rays
+    # that miss take every step, in the same strips of threads as rays that hit).
+    i = wp.tid()
+    u = wp.normalize(d[i] + wp.vec3(0.0, 0.0, 1.5))
+    s = float(0.0)
+    for k in range(32):
+        h = _sphere(u * s)
+        if wp.abs(h) < 1.0e-4:
+            break
+        s = s + h
+    t[i] = s
+
+
+@wp.kernel
+def newton_while(a: wp.array(dtype=float), r: wp.array(dtype=float)):
+    # Newton's square root of 2 + a, to convergence: a while loop of ~5 steps.
+    i = wp.tid()
+    c = a[i] + 2.0
+    x = c
+    k = int(0)
+    while k < 40 and wp.abs(x * x - c) > 1.0e-5 * c:
+        x = 0.5 * (x + c / x)
+        k = k + 1
+    r[i] = x
+
+
 N = 1_000_000
 PARTICLES = 2048
+ROWS = N // 16
+# Cases whose loops warp-lang's adjoint does not replay (SPEC §5.4): its gradients there are
+# wrong, and only difftape's are checked (tests/kernels/test_interchanged_break.py).
+WARP_GRADIENT_WRONG = {"sphere_march", "newton_while"}
 # name -> (launch dim, arguments: (dtype name, element shape, numpy scalar[, the array's own
 # shape, where not the launch's]) or "index"; the last argument is the output whose gradient is
 # seeded with ones)
@@ -256,6 +321,11 @@ CASES = {
     "f16_scale": (N, [("float16", (), "f2"), ("float16", (), "f2")]),
     "pair_smoothing": ((PARTICLES, PARTICLES), [("vec3", (3,), "f4", (PARTICLES,)),
                                                 ("vec3", (3,), "f4", (PARTICLES,))]),
+    "cloth_edges": ((1000, 1000), [("vec3", (3,), "f4"), ("vec3", (3,), "f4")]),
+    "dense16": ((ROWS, 16), [("float32", (), "f4", (ROWS, 16)), ("float32", (), "f4", (16, 16)),
+                             ("float32", (), "f4", (ROWS, 16))]),
+    "sphere_march": (N, [("vec3", (3,), "f4"), ("float32", (), "f4")]),
+    "newton_while": (N, [("float32", (), "f4"), ("float32", (), "f4")]),
 }
 
 
