@@ -1,6 +1,8 @@
 """The kernel zoo: one small kernel per value type and builtin family (quaternions, transforms,
-2x2 to 4x4 and spatial matrices, float64 and float16) and per neighbour pattern (a rope's
-segments, guarded and wrapped-around neighbours), each a tape forward + ``backward()`` at 1M
+2x2 to 4x4 and spatial matrices, float64 and float16), per neighbour pattern (a rope's
+segments, guarded and wrapped-around neighbours, a cloth's boundary branches) and per loop
+pattern (a dense layer's sums, a loop left by ``break``, a ``while`` loop), each a tape
+forward + ``backward()`` at 1M
 threads (300k for spatial matrices), timed by ``benchmarks/run.py`` (section "Kernel zoo") under
 warp-lang and difftape on one thread, alternating. The workloads time whole programs; the zoo
 finds the value types whose generated code is slow (mat44 and mat33d rows were gathered
