@@ -75,6 +75,15 @@ def sines(x: wp.array(dtype=wp.float32), c: wp.array(dtype=wp.float32), n: int,
 
 
 @wp.kernel
+def damped_roots(x: wp.array(dtype=wp.float32), n: int, y: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    s = x[i]
+    for k in range(n):  # builtins of a few instructions: still a loop of arithmetic
+        s = wp.sqrt(s * s + 0.5) * 0.7 + wp.abs(s - 0.25) * 0.1 + wp.min(s, 0.2)
+    y[i] = s
+
+
+@wp.kernel
 def local_bounds(x: wp.array(dtype=wp.float64), n: int, y: wp.array(dtype=wp.float64)):
     i = wp.tid()
     m = n * 2  # the same in every thread, but a local
@@ -141,6 +150,7 @@ def test_which_adjoints_are_interchanged():
     assert not _interchanged_adjoint(branch_saves)  # one arm saves, the other does not
     assert not _interchanged_adjoint(local_bounds)
     assert not _interchanged_adjoint(sines) and "rt_carry_" in sines.source()  # forward only
+    assert _interchanged_adjoint(damped_roots)  # sqrt, abs and min are instructions
     source = horner.source().split("_adjoint(")[1]
     assert "fstack[uint64(ftop * 512 + rt_lane)] = p; ftop += 1" in source
     assert "for k_" in source and "in range(rt_trip - 1, -1, -1):" in source
@@ -276,6 +286,29 @@ def test_each_threads_gradient_is_bit_identical(threading, mode, size):
     np.testing.assert_array_equal(y, y_ref)
     np.testing.assert_array_equal(gx, gx_ref)
     np.testing.assert_allclose(gc, gc_ref, rtol=1e-12, atol=1e-12)  # summation order only
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_instruction_builtins_in_the_loop(threading, mode):
+    """A loop of ``sqrt``, ``abs`` and ``min`` has its adjoint interchanged (24 such steps over
+    1M threads, one core: backward 264 -> 17 ms); each thread's gradient is bit for bit the
+    plain adjoint's, ties of ``abs`` and ``min`` included."""
+    threading(mode)
+    size = 2 * STRIP + 17
+    x = np.random.default_rng(21).uniform(-1.0, 1.0, size).astype(np.float32)
+    x[:4] = (0.25, 0.2, -0.25, 0.0)
+
+    def run():
+        xa = wp.array(x, dtype=wp.float32, requires_grad=True)
+        y = wp.zeros(size, dtype=wp.float32, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(damped_roots, size, inputs=[xa, 24], outputs=[y])
+        tape.backward(grads={y: wp.ones(size, dtype=wp.float32)})
+        return xa.grad.numpy(), y.numpy()
+
+    for got, want in zip(run(), debug_reference(run)):
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("mode", ["serial", "auto"])
