@@ -28,7 +28,8 @@ def scatter_stencil(x: wp.array(dtype=F64), w: wp.array(dtype=F64), res: int,
     cell = int(x[p] * F64(res))
     for dx in range(2):
         for dy in reversed(range(0, 4, 2)):
-            wp.atomic_add(grid, (cell + dx) * (res + 4) + dy, w[p] * x[p] * F64(dx + dy + 1))
+            wp.atomic_add(grid, (cell + dx) * (res + 4) + dy,
+                          w[p] * wp.exp(x[p]) * F64(dx + dy + 1))  # exp: worth deferring
 
 
 @wp.kernel

@@ -93,15 +93,15 @@ def gathers_pay(body: list[ir.Stmt]) -> bool:
     return rows > 0 and work >= WORK_PER_ROW_ACCESS * rows
 
 
-def float_work(body: list[ir.Stmt]) -> int:
-    """A rough count of the floating-point work in ``body``: arithmetic counts 1, any other
-    builtin ``CALL_WORK``."""
-    work = 0
+def float_work(body: list[ir.Stmt], arithmetic: float = 1.0) -> float:
+    """A rough count of the floating-point work in ``body``: an arithmetic operation counts
+    ``arithmetic``, any other builtin (division, roots, transcendentals) ``CALL_WORK``."""
+    work = 0.0
     for s in ir.walk_stmts(body):
         for root in ir.statement_exprs(s):
             for e in ir.walk_expr(root):
                 if isinstance(e, ir.Call) and dtypes.is_float(e.type):
-                    work += 1 if e.builtin.key in ARITHMETIC else CALL_WORK
+                    work += arithmetic if e.builtin.key in ARITHMETIC else CALL_WORK
     return work
 
 

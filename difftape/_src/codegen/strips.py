@@ -60,6 +60,7 @@ from .strides import float_work
 STRIP = 512  # threads per strip: every buffer stays in L1 (2-4 KiB)
 PREFETCH = 16  # how many threads ahead the flush of scattered sites prefetches their rows
 MIN_STRIPPED = 16  # shorter innermost loops run the body that adds in place
+ARITHMETIC_WORK = 0.25  # an add or multiply's share of a builtin call's work, for ``pays``
 # Buffers live on the stack of every call, chunks on pool threads included: kernels that
 # would need more keep their adds in place.
 MAX_BUFFER_BYTES = 256 * 1024
@@ -212,15 +213,18 @@ class Strips:
         per value and index: a histogram's ``f[idx[i]] += x[i]`` ran 30% slower deferred (and
         still 10% with the prefetches), the same with ``sin(x[i]) * 2.0`` 2.5x faster,
         mass-spring's forces 20% (forward) and 2x (adjoint) faster. They need floating-point
-        work in the thread loop: an arithmetic operation counts 1, any other builtin 8, and
-        two per scattered site are needed."""
+        work in the thread loop that vectorizing speeds up: a division, root or other builtin
+        counts 8, an add or multiply a quarter (scalar code overlaps those well, and the
+        vectorized loop gathers the rows they read: sums of outer products over 6 gathered
+        neighbours, backward 27 ms deferred, 17.5 in place), and two per scattered site are
+        needed."""
         if self.kept or not self.adds:
             return False
         size = sum(STRIP * np.dtype(dtype).itemsize for _, dtype in self.buffers.values())
         if size > MAX_BUFFER_BYTES:
             return False
         scattered = sum(add.offset is None for add in self.adds)
-        return scattered == 0 or float_work(body) >= 2 * scattered
+        return scattered == 0 or float_work(body, arithmetic=ARITHMETIC_WORK) >= 2 * scattered
 
     def runtime(self) -> set[str]:
         """The runtime helpers (``cpu_runtime.py``) the buffers and flush loops use."""
