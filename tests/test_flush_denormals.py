@@ -73,14 +73,6 @@ def test_flush_denormals_as_a_kernel_option():
 def test_flushed_loops_keep_their_float32_products():
     """Loops widen decaying products to spare denormal assists (``interchange.widened``); with
     denormals flushed there are none to spare, and the products stay float32 ones, flushed."""
-    @wp.kernel(flush_denormals=True)
-    def powers_flushed(x: wp.array(dtype=wp.float32), n: int, y: wp.array(dtype=wp.float32)):
-        i = wp.tid()
-        p = wp.float32(1.0)
-        for k in range(n):
-            p = p * x[i]
-        y[i] = p
-
     @wp.kernel
     def powers(x: wp.array(dtype=wp.float32), n: int, y: wp.array(dtype=wp.float32)):
         i = wp.tid()
@@ -88,6 +80,8 @@ def test_flushed_loops_keep_their_float32_products():
         for k in range(n):
             p = p * x[i]
         y[i] = p
+
+    powers_flushed = wp.kernel(powers.func, flush_denormals=True)
 
     assert "rt_wide_p" in powers.source().split("_adjoint(")[0]
     assert "rt_wide_p" not in powers_flushed.source().split("_adjoint(")[0]

@@ -345,9 +345,9 @@ def _widened_loop(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Interchange, a
 
 # Builtins whose compiled code is a few instructions (no tables, no calls): a loop that calls
 # them is a loop of arithmetic still, for ``_calls_builtins``.
-_INSTRUCTION_BUILTINS = ("sqrt", "abs", "min", "max", "clamp", "sign", "step", "nonzero",
-                         "floor", "ceil", "trunc", "round", "rint", "frac", "copysign",
-                         "degrees", "radians", "lerp", "smoothstep", "where")
+_INSTRUCTION_BUILTINS = strides.ARITHMETIC | {
+    "sqrt", "clamp", "sign", "step", "nonzero", "floor", "ceil", "trunc", "round", "rint", "frac",
+    "copysign", "degrees", "radians", "lerp", "smoothstep"}
 
 
 @functools.cache

@@ -60,7 +60,7 @@ from ..ops import registry
 from .offsets import definitions, independent
 from .signs import assigned, bindings
 from .strips import MAX_BUFFER_BYTES, STRIP
-from .structure import BREAK_FLAG
+from .structure import break_flag
 
 # The first check for a widened local grown tiny (``widened``) follows this many iterations,
 # and each later one twice as many as the one before: checking after every iteration cost 70%
@@ -101,7 +101,7 @@ def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int,
     post = body[at + 1:]
     if loop.reverse or _shares_memory(body) or _has_opaque(body):
         return None
-    if loop.exit_flags and (not all(f.startswith(BREAK_FLAG) for f in loop.exit_flags)
+    if loop.exit_flags and (set(loop.exit_flags) != {break_flag(loop.loop_id)}
                             or any(isinstance(s, ir.Atomic) for s in ir.walk_stmts(loop.body))):
         return None
     if any(isinstance(s, (ir.For, ir.While)) for s in ir.walk_stmts(loop.body)):
@@ -141,7 +141,7 @@ def _as_for(kernel: ir.KernelIR, loop: ir.While) -> tuple[list[ir.Stmt], ir.For]
     where the while loop has no ``break`` (the structuring pass clears it otherwise). The flag
     and the loop's counter are added to ``kernel.locals``, as the structuring pass adds its
     flags."""
-    flag, counter = f"{BREAK_FLAG}{loop.loop_id}", f"rt_while{loop.loop_id}"
+    flag, counter = break_flag(loop.loop_id), f"rt_while{loop.loop_id}"
     kernel.locals[flag], kernel.locals[counter] = dtypes.bool_, dtypes.int32
     where = {"line": loop.line, "text": loop.text, "file": loop.file}
     not_ = registry.lookup("logical_not")[0]

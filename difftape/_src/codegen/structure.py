@@ -13,11 +13,13 @@ from ..frontend import ir
 from ..ops import registry
 
 
-BREAK_FLAG = "flag_brk"  # the start of a loop's break flag's name; return flags start flag_ret
-
-
 def _flag(kind: str, ident: int) -> str:
     return f"flag_{kind}{ident}"
+
+
+def break_flag(loop_id: int) -> str:
+    """The flag a ``break`` in loop ``loop_id`` sets (the loop's other exits are returns)."""
+    return _flag("brk", loop_id)
 
 
 class _Structurer:
@@ -58,7 +60,7 @@ class _Structurer:
 
     def one(self, s: ir.Stmt) -> tuple[list[ir.Stmt], set[str]]:
         if isinstance(s, ir.Break):
-            name = _flag("brk", s.loop_id)
+            name = break_flag(s.loop_id)
             return [self.set_flag(name, True, s)], {name}
         if isinstance(s, ir.Continue):
             name = _flag("cnt", s.loop_id)
@@ -90,7 +92,7 @@ class _Structurer:
 
     def loop(self, s: ir.For | ir.While) -> tuple[list[ir.Stmt], set[str]]:
         body, flags = self.block(s.body)
-        brk, cnt = _flag("brk", s.loop_id), _flag("cnt", s.loop_id)
+        brk, cnt = break_flag(s.loop_id), _flag("cnt", s.loop_id)
         if cnt in flags:
             body = [self.set_flag(cnt, False, s)] + body
         exits = tuple(sorted(flags - {cnt}))
