@@ -2,7 +2,9 @@
 ``Interchange.exits``): a thread that breaks, or whose ``while`` condition fails, skips the rest
 of the loop, the strip leaves the loop once every thread has, and once few threads still run,
 each finishes alone. Every thread must compute bit for bit what the plain loop computes (debug
-mode keeps it), whichever of those paths its strip takes; the adjoint keeps the plain loop."""
+mode keeps it), whichever of those paths its strip takes. The adjoint of a ``for`` loop with
+``break`` is interchanged the same way (``cpu_loops._replay_with_exits``), and its gradients
+must be the plain loop's bit for bit too; a ``while`` loop's adjoint stays plain."""
 
 import numpy as np
 import pytest
@@ -114,14 +116,23 @@ def _forward(kernel) -> str:
     return kernel.source().split("_adjoint(")[0]
 
 
+def _adjoint(kernel) -> str:
+    return kernel.source().split("_adjoint(")[1]
+
+
 def test_which_loops_with_break_are_interchanged():
     for kernel in (march, trace, settle, count_up, newton):
         source = _forward(kernel)
         assert "rt_carry_" in source and "rt_running" in source, kernel.key
         assert "for rt_rest in range(rt_it + rt_step, rt_stop, rt_step):" in source
-        assert "rt_carry_" not in kernel.source().split("_adjoint(")[1]  # the plain adjoint
+    for kernel in (march, trace):
+        assert "rt_carry_rt_ran" in _adjoint(kernel) and "rt_most" in _adjoint(kernel)
+    # settle's loop calls sin (``cpu._calls_builtins``); a while loop runs unbounded
+    for kernel in (settle, count_up, newton):
+        assert "rt_carry_" not in _adjoint(kernel), kernel.key
     for kernel in (counts_atomically, returns_inside):
         assert "rt_carry_" not in _forward(kernel), kernel.key
+        assert "rt_carry_" not in _adjoint(kernel), kernel.key
 
 
 def _assert_like_the_plain_loop(kernel, size: int, inputs: list) -> None:
@@ -184,6 +195,82 @@ def test_sphere_tracing_matches_the_plain_loop(threading, mode):
     hits = (room > 0.05) & (np.arange(size) % 7 != 0)
     assert 50 < hits.sum() < size - 50  # strips mix rays that converge with rays that miss
     np.testing.assert_allclose(got[hits], 5.0 * cos[hits] - np.sqrt(room[hits]), atol=1e-3)
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+@pytest.mark.parametrize("size", [1, 5, STRIP, 2 * STRIP + 300])
+@pytest.mark.parametrize("pattern", ["never", "at once", "mixed", "one runs long", "few left"])
+def test_gradients_match_the_plain_loop(threading, mode, size, pattern):
+    """The interchanged adjoint's gradients are the plain loop's bit for bit, whether a thread
+    ran its last iterations with its strip or on its own."""
+    threading(mode)
+    n = 30
+    rng = np.random.default_rng(size + 7)
+    stops = _stops(pattern, size, n, rng).astype(np.int32)
+    x0 = rng.uniform(-2.0, 2.0, size).astype(np.float32)
+
+    def run():
+        x = wp.array(x0, dtype=wp.float32, requires_grad=True)
+        y = wp.zeros(size, dtype=wp.float32, requires_grad=True)
+        last = wp.zeros(size, dtype=wp.float32, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(march, size, inputs=[x, wp.array(stops, dtype=int), n], outputs=[y, last])
+        seeds = rng_seeds.uniform(0.5, 1.5, (2, size)).astype(np.float32)
+        tape.backward(grads={y: wp.array(seeds[0], dtype=wp.float32),
+                             last: wp.array(seeds[1], dtype=wp.float32)})
+        return x.grad.numpy()
+
+    rng_seeds = np.random.default_rng(3)
+    got = run()
+    rng_seeds = np.random.default_rng(3)
+    np.testing.assert_array_equal(got, debug_reference(run))
+    assert np.all(np.isfinite(got)) and np.any(got != 0.0)
+
+
+def test_sphere_tracing_gradients():
+    """Depths' gradients with respect to the rays' directions, where rays that converge in a
+    few steps share strips with rays that miss and take every step: the plain loop's bit for
+    bit, and for rays that hit, central differences of the same march in float64."""
+    size = 2 * STRIP + 17
+    rng = np.random.default_rng(5)
+    dirs = rng.uniform(-0.1, 0.1, (size, 3)).astype(np.float32)  # all within the sphere's cone
+    dirs[:, 2] = 1.0
+    dirs[::11, :2] = 0.5  # but these
+
+    def run():
+        d = wp.array(dirs, dtype=wp.vec3, requires_grad=True)
+        depth = wp.zeros(size, dtype=wp.float32, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(trace, size, inputs=[d], outputs=[depth])
+        tape.backward(grads={depth: wp.ones(size, dtype=wp.float32)})
+        return d.grad.numpy()
+
+    got = run()
+    np.testing.assert_array_equal(got, debug_reference(run))
+    eps = 1e-3
+    for i in (i for i in range(1, size, 37) if i % 11):  # the rays that hit
+        for c in range(3):
+            plus, minus = dirs[i].copy(), dirs[i].copy()
+            plus[c] += eps
+            minus[c] -= eps
+            steps = _depth(dirs[i])[1]
+            fd = (_depth(plus, steps)[0] - _depth(minus, steps)[0]) / (2 * eps)
+            np.testing.assert_allclose(got[i, c], fd, rtol=1e-3, atol=1e-3)
+
+
+def _depth(direction: np.ndarray, steps: int | None = None) -> tuple[float, int]:
+    """``trace``'s depth along one direction in float64, and the steps it took; with ``steps``,
+    that many steps whatever ``h`` (the gradient differentiates the steps the thread took)."""
+    d = direction.astype(np.float64) / np.linalg.norm(direction.astype(np.float64))
+    t = 0.0
+    for k in range(48 if steps is None else steps):
+        h = np.linalg.norm(d * t - np.array([0.0, 0.0, 5.0])) - 1.0
+        if steps is None and abs(h) < 1.0e-4:
+            return t, k
+        t += h
+    return t, 48 if steps is None else steps
 
 
 def test_gradients_through_a_loop_with_break():

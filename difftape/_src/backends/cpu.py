@@ -29,7 +29,8 @@ from ..codegen.adjoint import AdjointWriter
 from ..codegen.emitter import ConstantPool, SourceBuilder
 from ..codegen.forward import PHASE_MARK, ForwardWriter
 from ..codegen.inline_rules import FLOAT32_ONLY
-from ..codegen.interchange import Interchange, live_names, parse_phase, phase_flow, stack_moves
+from ..codegen.interchange import (Interchange, left_zero, live_names, parse_phase, phase_flow,
+                                   stack_moves)
 from ..codegen.interchange import plan as interchange_plan
 from ..codegen.offsets import RowWindow, definitions, row_window
 from ..codegen.signs import nonnegative_locals
@@ -41,7 +42,7 @@ from ..frontend import ir
 from ..ops import registry
 from ..version import __version__ as _difftape_version
 from . import cpu_cache, cpu_index, cpu_libm, cpu_llvm, cpu_numba_memo
-from .cpu_loops import (SwappedAdjoint, interchanged_adjoint_loops, interchanged_loops,
+from .cpu_loops import (RAN, SwappedAdjoint, interchanged_adjoint_loops, interchanged_loops,
                         thread_loops, widening_setup)
 from .cpu_runtime import FLUSH_DENORMALS
 from .cpu_symbols import runtime_stamp
@@ -268,8 +269,10 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
                                 analysis, variant: Variant):
     """The writer and the phases of an interchanged adjoint, or None where the stacks would
     move differently in different threads, or a local it would carry is not a plain scalar."""
-    if swap.exits or swap.loop.var in analysis.restored or _reads_locals(kernel, swap.loop):
-        return None  # threads leaving at different iterations would save unalike
+    if swap.loop.var in analysis.restored or _reads_locals(kernel, swap.loop):
+        return None
+    if not any(s is swap.loop for s in body):  # a while loop's stand-in (``_as_for``)
+        return None  # its iterations are unbounded: the stacks could not get room up front
     writer = _writer(kernel, body, analysis, variant, adjoint=True)
     writer.swap_loop = swap.loop
     around = SourceBuilder()
@@ -289,6 +292,16 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
     moves = [stack_moves(tree) for tree in trees]
     if None in moves or _calls_builtins(phases[1] + phases[3], writer):
         return None
+    alone = []  # the loop's replay and reverse for a thread running on its own
+    if swap.exits:
+        alone = [phases[1] + [f"{RAN} += int32(1)"], phases[3]]
+        if writer.loop_lane_flushes or any(moves[2].values()):
+            return None  # per-iteration lane sums assume every thread runs every iteration
+        phases = [phases[0] + [f"{RAN} = int32(0)"],
+                  _guarded(f"not ({' or '.join(swap.exits)})", phases[1], f"{RAN} += int32(1)"),
+                  phases[2], _guarded(f"{parts['reverse_counter']} < {RAN}", phases[3]),
+                  phases[4]]
+        trees = [parse_phase(phase) for phase in phases]
     flows = [phase_flow(tree) for tree in trees]
     # Names the code around the strip's threads sets (the same in every thread), and the
     # function's own (stacks, per-chunk accumulators).
@@ -299,13 +312,16 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
     outside |= {lane for lane, _, _ in writer.loop_lane_flushes}
     # Phases 1 and 3 run once per iteration of the loop: what they leave can reach themselves.
     later = [set().union(*(e for _, e in flows[k + (k not in (1, 3)):])) for k in range(5)]
-    types = {**kernel.locals, **writer.declared}
+    types = {**kernel.locals, **writer.declared, RAN: dtypes.int32}
     carried = {}
     for name in sorted(set().union(*(a & later[k] for k, (a, _) in enumerate(flows))) - outside):
         t = types.get(name)
         if t is None or not (dtypes.is_float(t) or dtypes.is_int(t) or t is dtypes.bool_):
             return None
         carried[name] = dtypes.float32 if t is dtypes.float16 else t
+    for name in [v for v in carried if v.startswith("adj_")]:  # the prologue zeroes these
+        if all(left_zero(tree, name, writer.zero(types[name])) for tree in trees):
+            del carried[name]
     size = sum(STRIP * np.dtype(t._np).itemsize for t in carried.values())
     if size > MAX_BUFFER_BYTES:
         return None
@@ -318,7 +334,11 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
     live = live_names(trees)
     saves += [[(v, v) for v in carried if v in a and v in later[k] and v in live]
               for k, (a, _) in enumerate(flows) if k]
-    swapped = SwappedAdjoint(phases, carried, loads, saves, moves, parts)
+    if swap.exits:  # a thread that skips an iteration saves back what it loaded
+        for k in (1, 3):
+            loads[k] += [v for v, _ in saves[k] if v not in loads[k]]
+    swapped = SwappedAdjoint(phases, carried, loads, saves, moves, parts, exits=swap.exits,
+                             alone=alone)
     wide = tuple(v for v in swap.widened
                  if carried.get(v) is dtypes.float32 and v in dict(saves[1]))
     replay, reverse = _widened_loop(kernel, body, swap, analysis, variant, wide) if wide \
@@ -328,6 +348,11 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
         swapped.widened, swapped.wide_replay, swapped.wide_reverse = wide, replay, reverse
         writer.runtime.add("rt_tiny")
     return writer, swapped
+
+
+def _guarded(test: str, lines: list[str], *last: str) -> list[str]:
+    """``lines`` (and ``last``) under ``if test:``."""
+    return [f"if {test}:"] + [f"    {line}" for line in [*lines, *last]]
 
 
 def _widened_loop(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Interchange, analysis,

@@ -137,6 +137,14 @@ class SwappedAdjoint:
     widened: tuple[str, ...] = ()  # ``interchange.widened`` locals of the loop's replay
     wide_replay: list[str] = field(default_factory=list)  # that replay's widened version
     wide_reverse: list[str] = field(default_factory=list)  # the loop's reverse, widened
+    exits: tuple[str, ...] = ()  # the loop's break flags (``Interchange.exits``)
+    # With exits: the loop's replay and its reverse as a thread runs them on its own (the
+    # phases' versions are guarded: by the flags, and by the iterations ``RAN`` counted).
+    alone: list[list[str]] = field(default_factory=list)
+
+
+# The carried local counting the iterations a thread ran of an interchanged loop with exits.
+RAN = "rt_ran"
 
 
 def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder,
@@ -153,21 +161,29 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
     parts, names = swap.parts, swap.parts["names"]
     start, stop, step = names["start"], names["stop"], names["step"]
 
-    def threads(phase: int, wide: bool = False) -> None:
+    def threads(phase: int, wide: bool = False, lines: list[str] | None = None) -> None:
+        """Every thread of the strip runs ``phase`` (or ``lines`` in its place, which leave
+        the strip's tops as they are)."""
         widened = set(swap.widened) if wide and phase == 1 else set()  # the replay's locals
         with out.block("for t0 in range(rt_strip, rt_strip_end):"):
             loads = [f"{_wide_name(v, v in widened)} = {_carry(v, v in widened)}[{at}]"
                      for v in swap.loads[phase]]
             saves = [f"{_carry(v, v in widened)}[{at}] = {_wide_name(value, v in widened)}"
                      for v, value in swap.saves[phase]]
-            lines = ({1: swap.wide_replay, 3: swap.wide_reverse}[phase] if wide
-                     else swap.phases[phase])
+            if lines is None:
+                lines = ({1: swap.wide_replay, 3: swap.wide_reverse}[phase] if wide
+                         else swap.phases[phase])
+                for kind in kinds:
+                    moves = swap.moves[phase][f"{kind}top"]
+                    if moves:
+                        after.append(f"rt_{kind}top {'+' if moves > 0 else '-'}= {abs(moves)}")
             thread_body(kernel, variant, out, ["rt_lane = t0 - rt_strip"] + prologue + loads
                          + lines + saves)
-        for kind in kinds:
-            moves = swap.moves[phase][f"{kind}top"]
-            if moves:
-                out.line(f"rt_{kind}top {'+' if moves > 0 else '-'}= {abs(moves)}")
+        for line in after:
+            out.line(line)
+        after.clear()
+
+    after: list[str] = []
 
     # The loop's bounds are the same in every thread and come from no local: the stacks get
     # their room once, before the strips (growing them inside the loop over the strips kept
@@ -187,7 +203,9 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
         for kind in kinds:
             out.line(f"rt_{kind}top = 0")
         threads(0)
-        if swap.widened:
+        if swap.exits:
+            _replay_with_exits(out, swap, kinds, threads)
+        elif swap.widened:
             _switched(out, swap.widened, f"for {parts['counter']} in range({start}, {stop}, "
                       f"{step}):", lambda wide: threads(1, wide))
         else:
@@ -204,7 +222,9 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
                         for line in lines:
                             out.line(line)
 
-        if swap.widened:  # the strip's reverse runs widened where its replay ended widened
+        if swap.exits:
+            _reverse_with_exits(out, swap, kinds, threads)
+        elif swap.widened:  # the strip's reverse runs widened where its replay ended widened
             with out.block("if rt_wide:"):
                 reverse(True)
             with out.block("else:"):
@@ -212,6 +232,61 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
         else:
             reverse(False)
         threads(4)
+
+
+def _replay_with_exits(out: SourceBuilder, swap: SwappedAdjoint, kinds: list[str],
+                       threads) -> None:
+    """The replay of an interchanged loop with exits: each iteration for the strip's threads
+    still in the loop (a thread that has left skips it, and its ``RAN`` stops counting), as the
+    forward does (``_finish_when_few_left``), the last few threads on their own. Every thread's
+    values of its k-th iteration lie at the strip's tops as they were before iteration k,
+    whichever way it ran, so the reverse finds them by k: the tops end at the longest
+    thread's."""
+    parts, names = swap.parts, swap.parts["names"]
+    counter, stop, step = parts["counter"], names["stop"], names["step"]
+    left = " or ".join(swap.exits)
+    for kind in kinds:
+        out.line(f"rt_{kind}base = rt_{kind}top")
+    out.line("rt_vec = 0")
+    with out.block(f"for {counter} in range({names['start']}, {stop}, {step}):"):
+        threads(1)
+        out.line("rt_vec += 1")
+        out.line("rt_running = int32(0)")
+        with out.block("for t0 in range(rt_strip, rt_strip_end):"):
+            stored = " or ".join(f"rt_carry_{flag}[uint64(t0 - rt_strip)]" for flag in swap.exits)
+            out.line(f"rt_running += int32(not ({stored}))")
+        with out.block(f"if rt_running * {FEW_LEFT} <= rt_strip_end - rt_strip:"):
+            with out.block("if rt_running > 0:"):
+                out.line(f"rt_next = {counter} + {step}")  # the threads' own loops set the counter
+                threads(1, lines=[f"if not ({left}):",
+                                  f"    for rt_rest in range(rt_next, {stop}, {step}):",
+                                  f"        {counter} = rt_rest",
+                                  *("        " + line for line in swap.alone[0]),
+                                  f"        if {left}: break"])
+            out.line("break")
+    out.line("rt_most = int32(0)")
+    with out.block("for t0 in range(rt_strip, rt_strip_end):"):
+        out.line(f"rt_most = max(rt_most, rt_carry_{RAN}[uint64(t0 - rt_strip)])")
+    for kind in kinds:
+        out.line(f"rt_{kind}top = rt_{kind}base + rt_most * {swap.moves[1][f'{kind}top']}")
+
+
+def _reverse_with_exits(out: SourceBuilder, swap: SwappedAdjoint, kinds: list[str],
+                        threads) -> None:
+    """The reverse of an interchanged loop with exits: the iterations that threads ran on their
+    own (``_replay_with_exits``), each such thread on its own from its last iteration, then the
+    strip's iterations from the last down, each reversed by the threads that ran it."""
+    counter = swap.parts["reverse_counter"]
+    tops = [f"    {kind}top = rt_{kind}base + {RAN} * {swap.moves[1][f'{kind}top']}"
+            for kind in kinds]
+    with out.block("if rt_most > rt_vec:"):
+        threads(3, lines=[f"if {RAN} > rt_vec:", *tops,
+                          f"    for {counter} in range({RAN} - 1, rt_vec - 1, -1):",
+                          *("        " + line for line in swap.alone[1])])
+    for kind in kinds:
+        out.line(f"rt_{kind}top = rt_{kind}base + rt_vec * {swap.moves[1][f'{kind}top']}")
+    with out.block(f"for {counter} in range(rt_vec - 1, -1, -1):"):
+        threads(3)
 
 
 def widening_setup(widened: tuple[str, ...]) -> list[str]:

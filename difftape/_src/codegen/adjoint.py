@@ -157,6 +157,9 @@ class AdjointWriter(ForwardWriter):
         # The else branch first: its restores take the saves the replay made last.
         orelse = self.nested(s.orelse, out.level + 1)
         body = self.nested(s.body, out.level + 1)
+        for arm, pad in zip((body, orelse), self.aux[id(s)].get("pads", ())):
+            # the slots the replay's arm skipped (``arm_pads``), before its own pops
+            arm.lines[:0] = [f"{'    ' * arm.level}{kind}top -= {n}" for kind, n in pad.items()]
         in_loop = self.analysis.is_in_loop(s)
         if not body.lines and not orelse.lines and not in_loop:
             return

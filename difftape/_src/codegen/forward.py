@@ -314,13 +314,34 @@ class ForwardWriter(ExprCoder):
         cond = self.declare(f"cond_{self.counter_next()}", dtypes.bool_)
         self.aux[id(s)] = {"cond": cond}
         out.line(f"{cond} = {self.code(s.cond)}")
-        with out.block(f"if {cond}:"):
-            self.write(s.body, out, True)
-        if s.orelse:
-            with out.block("else:"):
-                self.write(s.orelse, out, True)
+        arms = []
+        for stmts in (s.body, s.orelse):
+            before = dict(self.push_sites)
+            arm = SourceBuilder(out.level + 1)
+            self.write(stmts, arm, True)
+            arms.append((arm, {k: self.push_sites[k] - before[k] for k in before}))
+        if self.swap_loop is not None:
+            self.aux[id(s)]["pads"] = pads = self.arm_pads([pushed for _, pushed in arms])
+            for (arm, _), pad in zip(arms, pads):
+                for kind, n in pad.items():
+                    arm.line(f"{kind}top += {n}")
+        for header, (arm, _) in zip((f"if {cond}:", "else:"), arms):
+            if header == "else:" and not arm.lines:
+                break
+            with out.block(header):
+                out.extend(arm)
         if self.analysis.is_in_loop(s):
             self.push(cond, dtypes.bool_, out)
+
+    @staticmethod
+    def arm_pads(pushed: list[dict[str, int]]) -> list[dict[str, int]]:
+        """The slots each arm of a branch skips on each stack so that both arms move its top
+        alike, from the values they push: an interchanged adjoint's threads share the tops
+        (``interchange.stack_moves``), and a thread whose arm pushes less leaves slots unused.
+        A branch whose arms run loops that push is still refused there."""
+        most = {kind: max(arm[kind] for arm in pushed) for kind in pushed[0]}
+        return [{kind: most[kind] - arm[kind] for kind in arm if most[kind] > arm[kind]}
+                for arm in pushed]
 
     def counter_next(self) -> int:
         self.counter += 1

@@ -309,6 +309,28 @@ def live_names(trees: list[ast.Module]) -> set[str]:
     return live
 
 
+def left_zero(tree: ast.Module, name: str, zero: str) -> bool:
+    """Whether a phase that starts with local ``name`` equal to ``zero`` (a constant's name)
+    leaves it so on every path: where it assigns it, its last assignment is ``zero``. An
+    adjoint accumulator read by ``+=`` and cleared once consumed (``adj_h``) is then zero
+    between phases and iterations, and need not be carried: the prologue's zero stands in."""
+    return _left_zero(tree.body, name, zero, True)
+
+
+def _left_zero(stmts: list[ast.stmt], name: str, zero: str, zeroed: bool) -> bool:
+    for s in stmts:
+        if isinstance(s, ast.If):
+            zeroed = (_left_zero(s.body, name, zero, zeroed)
+                      and _left_zero(s.orelse, name, zero, zeroed))
+        elif isinstance(s, (ast.For, ast.While)):
+            zeroed = zeroed and _left_zero(s.body, name, zero, zeroed)
+        elif name in _stores(s):
+            zeroed = (isinstance(s, ast.Assign) and len(s.targets) == 1
+                      and isinstance(s.targets[0], ast.Name)
+                      and isinstance(s.value, ast.Name) and s.value.id == zero)
+    return zeroed
+
+
 def stack_moves(tree: ast.Module) -> dict[str, int] | None:
     """How far a phase moves each stack's top (``ftop``, ``itop``), or None where that differs
     between paths: a branch whose arms save different counts, a loop that saves. The stacks of
