@@ -127,6 +127,10 @@ def test_which_loops_with_break_are_interchanged():
         assert "for rt_rest in range(rt_it + rt_step, rt_stop, rt_step):" in source
     for kernel in (march, trace):
         assert "rt_carry_rt_ran" in _adjoint(kernel) and "rt_most" in _adjoint(kernel)
+    # accumulators cleared once consumed are zero between iterations: only the prologue's
+    # zero (``interchange.left_zero``); those that carry a sum across iterations are carried
+    assert "rt_carry_adj_t =" in _adjoint(trace) and "rt_carry_adj_d_0 =" in _adjoint(trace)
+    assert "adj_h +=" in _adjoint(trace) and "rt_carry_adj_h" not in _adjoint(trace)
     # settle's loop calls sin (``cpu._calls_builtins``); a while loop runs unbounded
     for kernel in (settle, count_up, newton):
         assert "rt_carry_" not in _adjoint(kernel), kernel.key
