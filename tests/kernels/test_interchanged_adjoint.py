@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import difftape as wp
+from difftape._src.backends import cpu_target
 from difftape._src.codegen.strips import STRIP
 from tests.fdcheck import check_tape
 from tests.kernels.modes import debug_reference
@@ -153,7 +154,6 @@ def test_which_adjoints_are_interchanged():
     assert "    else:\n                    ftop += 1\n" in source
     assert "    else:\n                    ftop -= 1\n" in source
     assert not _interchanged_adjoint(local_bounds)
-    assert not _interchanged_adjoint(sines) and "rt_carry_" in sines.source()  # forward only
     assert _interchanged_adjoint(damped_roots)  # sqrt, abs and min are instructions
     source = horner.source().split("_adjoint(")[1]
     assert "fstack[uint64(ftop * 512 + rt_lane)] = p; ftop += 1" in source
@@ -165,6 +165,36 @@ def test_which_adjoints_are_interchanged():
     source = coefficients.source().split("_adjoint(")[1]
     assert _interchanged_adjoint(coefficients)
     assert source.count("= rt_stack_zeros(512") == 2 + 4  # c[k], c[k + 1]; d's 3 + d[.][1]
+
+
+@pytest.mark.parametrize("plain", [True, False])
+def test_loops_of_compiled_builtins_stay_plain_on_zen_cores_only(monkeypatch, plain):
+    """``cpu_target.BUILTIN_LOOPS_STAY_PLAIN``: the adjoint of a loop of ``sin`` terms is plain
+    where it is set (AMD Zen), interchanged elsewhere; the forward is interchanged either way,
+    and the gradients are the plain loop's."""
+    monkeypatch.setattr(cpu_target, "BUILTIN_LOOPS_STAY_PLAIN", plain)
+    assert _interchanged_adjoint(sines) is not plain
+    assert "rt_carry_" in sines.source().split("_adjoint(")[0]
+    assert cpu_target.stamp() == (plain,)  # the kernel index keys on it
+
+
+def test_loops_of_compiled_builtins_differentiate(threading):
+    threading("serial")
+    size, n = STRIP + 9, 6
+    rng = np.random.default_rng(31)
+    x, c = rng.uniform(-1.0, 1.0, size), rng.uniform(-1.0, 1.0, n)
+
+    def run():
+        xa = wp.array(x.astype(np.float32), dtype=wp.float32, requires_grad=True)
+        y = wp.zeros(size, dtype=wp.float32, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(sines, size, inputs=[xa, wp.array(c.astype(np.float32), dtype=wp.float32),
+                                           n], outputs=[y])
+        tape.backward(grads={y: wp.ones(size, dtype=wp.float32)})
+        return xa.grad.numpy()
+
+    np.testing.assert_array_equal(run(), debug_reference(run))
 
 
 @pytest.mark.parametrize("mode", ["serial", "auto"])

@@ -41,7 +41,7 @@ from ..errors import InternalError
 from ..frontend import ir
 from ..ops import registry
 from ..version import __version__ as _difftape_version
-from . import cpu_cache, cpu_index, cpu_libm, cpu_llvm, cpu_numba_memo
+from . import cpu_cache, cpu_index, cpu_libm, cpu_llvm, cpu_numba_memo, cpu_target
 from .cpu_loops import (RAN, SwappedAdjoint, interchanged_adjoint_loops, interchanged_loops,
                         thread_loops, widening_setup)
 from .cpu_runtime import FLUSH_DENORMALS
@@ -290,7 +290,8 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
               parts["reverse"], lines[marks[1] + 1:]]
     trees = [parse_phase(phase) for phase in phases]
     moves = [stack_moves(tree) for tree in trees]
-    if None in moves or _calls_builtins(phases[1] + phases[3], writer):
+    if None in moves or (cpu_target.BUILTIN_LOOPS_STAY_PLAIN
+                         and _calls_builtins(phases[1] + phases[3], writer)):
         return None
     alone = []  # the loop's replay and reverse for a thread running on its own
     if swap.exits:
@@ -385,11 +386,10 @@ def _instruction_symbols() -> frozenset[str]:
 
 def _calls_builtins(lines: list[str], writer) -> bool:
     """Whether ``lines`` call a compiled builtin or derivative rule other than those of a few
-    instructions (``_INSTRUCTION_BUILTINS``). Their code then dominates the loop, vectorized or
-    not, and the carried locals' loads and stores come on top: a loop of float32 ``sin`` terms
-    took 250 ms plain and 380 ms interchanged (AMD EPYC, one core; on an Intel Xeon with
-    AVX-512, 949 and 311 ms), while loops of arithmetic and comparisons gained 4x, and 24
-    steps of ``sqrt`` and ``abs`` over 1M threads 15x (backward 264 -> 17 ms, the Intel Xeon)."""
+    instructions (``_INSTRUCTION_BUILTINS``). On AMD's Zen cores such a loop keeps its plain
+    adjoint (``cpu_target.py``: a loop of float32 ``sin`` terms took 250 ms plain and 380 ms
+    interchanged), while loops of arithmetic and comparisons gained 4x there; 24 steps of
+    ``sqrt`` and ``abs`` over 1M threads, 15x (backward 264 -> 17 ms, an Intel Xeon)."""
     names = writer.symbols | {f"adj_{symbol}" for symbol in writer.rules}
     names -= _instruction_symbols()
     names |= writer.runtime & set(FLOAT32_ONLY.values())  # rt_sincos: builtins spelled inline

@@ -2,9 +2,10 @@
 across processes.
 
 A generated module's text follows from the kernel's typed IR, the variant, the kernel's origin,
-which functions it holds, and difftape's own code: nothing else. A process whose kernels are all
-in Numba's disk cache still generated each text to find the module's name (its content hash): a
-big kernel's whole first launch, nearly (the rigid chain, forward and adjoint: 0.13 s of
+which functions it holds, difftape's own code, and what of the target CPU decides generated
+code (``cpu_target.stamp``): nothing else. A process whose kernels are all in Numba's disk
+cache still generated each text to find the module's name (its content hash): a big kernel's
+whole first launch, nearly (the rigid chain, forward and adjoint: 0.13 s of
 0.2 s). This index maps a fingerprint of those inputs to the module's name and the replica views
 that generating it returned, one small file per entry in the cache directory; a process that
 finds an entry imports the module without generating it. ``remembered`` keeps other pure
@@ -28,6 +29,7 @@ import numba
 
 from .. import composite, dtypes
 from ..cache_files import cache_dir, write_atomically
+from . import cpu_target
 from ..frontend import ir
 from ..ops.registry import Builtin
 from ..version import __version__ as _difftape_version
@@ -141,7 +143,7 @@ def _entry_key(kernel: ir.KernelIR, rest: tuple) -> str | None:
     digest = _ir_digest(kernel)
     if digest is None:
         return None
-    rest += (_code_stamp(), numba.__version__)
+    rest += (_code_stamp(), numba.__version__, cpu_target.stamp())
     return hashlib.sha256(digest + repr(rest).encode()).hexdigest()[:32]
 
 

@@ -42,8 +42,8 @@ outside the interchanged one that saves keeps the adjoint plain (``stack_moves``
 counts the iterations it ran (``backends/cpu_loops.py``: ``_replay_with_exits``), by which the
 reverse knows which iterations are its own. Bounds read from a local keep the adjoint plain
 (the stacks get their room before the strips: growing them inside kept LLVM from vectorizing
-the reverse loop), and so do loops that call a compiled builtin (``backends/cpu.py``:
-``_calls_builtins``). The locals it carries include the writer's own (replay temporaries,
+the reverse loop), and so, on AMD's Zen cores, do loops that call a compiled builtin
+(``backends/cpu.py``: ``_calls_builtins``; ``backends/cpu_target.py``). The locals it carries include the writer's own (replay temporaries,
 branch conditions, adjoint accumulators other than those every phase leaves zero:
 ``left_zero``), so ``phase_flow`` reads them off the generated code. Each thread's gradients are bit for bit the
 plain adjoint's; adds that several threads make into one element are summed in another (fixed)
