@@ -4,7 +4,7 @@ of the loop, the strip leaves the loop once every thread has, and once few threa
 each finishes alone. Every thread must compute bit for bit what the plain loop computes (debug
 mode keeps it), whichever of those paths its strip takes. The adjoint of a ``for`` loop with
 ``break`` is interchanged the same way (``cpu_loops._replay_with_exits``), and its gradients
-must be the plain loop's bit for bit too; a ``while`` loop's adjoint stays plain."""
+must be the plain loop's bit for bit too, and so is a ``while`` loop's (``_as_for``)."""
 
 import numpy as np
 import pytest
@@ -134,8 +134,11 @@ def test_which_loops_with_break_are_interchanged():
     assert "adj_h +=" in _adjoint(trace) and "rt_carry_adj_h" not in _adjoint(trace)
     # settle's loop calls sin: plain on AMD Zen cores only (``cpu_target``)
     assert ("rt_carry_rt_ran" in _adjoint(settle)) is not cpu_target.BUILTIN_LOOPS_STAY_PLAIN
-    for kernel in (count_up, newton):  # a while loop runs unbounded
-        assert "rt_carry_" not in _adjoint(kernel), kernel.key
+    for kernel in (count_up, newton):  # unbounded: the stacks grow before each iteration
+        source = _adjoint(kernel)
+        assert "rt_carry_rt_ran" in source and "rt_trip" not in source, kernel.key
+        assert "if (rt_ftop + 1 + fslack) * 512 > fstack.shape[0]: fstack = rt_reserve(" in source
+        assert "if (ftop + 1 + fslack) * 512 > fstack.shape[0]: fstack = rt_reserve(" in source
     for kernel in (counts_atomically, returns_inside):
         assert "rt_carry_" not in _forward(kernel), kernel.key
         assert "rt_carry_" not in _adjoint(kernel), kernel.key
@@ -325,6 +328,35 @@ def test_newton_iterations_match_the_plain_loop(threading, mode):
     ok = a >= 0.0
     r = np.sqrt(a[ok])
     np.testing.assert_allclose(y[ok], r * r + np.sin(r), rtol=1e-9)
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+@pytest.mark.parametrize("size", [1, STRIP - 1, 2 * STRIP + 300])
+@pytest.mark.parametrize("pattern", ["never", "at once", "mixed", "one runs long", "few left"])
+def test_while_loop_gradients_match_the_plain_loop(threading, mode, size, pattern):
+    """A while loop's interchanged adjoint: its stacks grow as the strip's iterations go, and
+    as a thread's own where it finishes alone (up to 153 iterations here, from room for 4)."""
+    threading(mode)
+    rng = np.random.default_rng(size + 2)
+    counts = _stops(pattern, size, 150, rng)
+    counts[::5] = 0
+    x0 = rng.uniform(-2.0, 2.0, size).astype(np.float32)
+
+    def run():
+        x = wp.array(x0, dtype=wp.float32, requires_grad=True)
+        y = wp.zeros(size, dtype=wp.float32, requires_grad=True)
+        last = wp.zeros(size, dtype=wp.float32, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(count_up, size, inputs=[x, wp.array(counts.astype(np.int32), dtype=int)],
+                      outputs=[y, last])
+        tape.backward(grads={y: wp.full(size, 0.5, dtype=wp.float32),
+                             last: wp.ones(size, dtype=wp.float32)})
+        return x.grad.numpy()
+
+    got = run()
+    np.testing.assert_array_equal(got, debug_reference(run))
+    assert np.all(np.isfinite(got)) and np.any(got != 0.0)
 
 
 def test_gradients_through_a_while_loop():

@@ -269,17 +269,29 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
                                 analysis, variant: Variant):
     """The writer and the phases of an interchanged adjoint, or None where the stacks would
     move differently in different threads, or a local it would carry is not a plain scalar."""
+    unbounded = not any(s is swap.loop for s in body)  # a while loop's stand-in (``_as_for``)
+    if unbounded:  # the adjoint differentiates the stand-in: the same values, step by step
+        body = swap.pre + [swap.loop] + swap.post
+        analysis = analyze(body, kernel)
     if swap.loop.var in analysis.restored or _reads_locals(kernel, swap.loop):
         return None
-    if not any(s is swap.loop for s in body):  # a while loop's stand-in (``_as_for``)
-        return None  # its iterations are unbounded: the stacks could not get room up front
-    writer = _writer(kernel, body, analysis, variant, adjoint=True)
-    writer.swap_loop = swap.loop
-    around = SourceBuilder()
-    around.line("# replay: recompute the forward values, saving what later code overwrites")
-    writer.write(body, around, replay=True)
-    around.line("# reverse: propagate adjoints from the outputs back to the inputs")
-    writer.reverse(body, around)
+
+    def write():
+        writer = _writer(kernel, body, analysis, variant, adjoint=True)
+        writer.swap_loop = swap.loop
+        around = SourceBuilder()
+        around.line("# replay: recompute the forward values, saving what later code overwrites")
+        writer.write(body, around, replay=True)
+        around.line("# reverse: propagate adjoints from the outputs back to the inputs")
+        mark = len(around.lines)
+        writer.reverse(body, around)
+        return writer, around, around.lines[mark:] + writer.swap_parts.get("reverse", [])
+
+    writer, around, reverse_lines = write()
+    if unbounded and writer.pushed:  # save only what the reverse reads, as ``_function`` does
+        analysis.unsaved = writer.pushed - _reverse_reads(reverse_lines)
+        if analysis.unsaved:
+            writer, around, _ = write()
     marks = [k for k, line in enumerate(around.lines) if line == PHASE_MARK]
     if len(marks) != 2:
         raise InternalError(f"kernel '{kernel.name}': the interchanged adjoint's loop was "
@@ -339,7 +351,7 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
         for k in (1, 3):
             loads[k] += [v for v, _ in saves[k] if v not in loads[k]]
     swapped = SwappedAdjoint(phases, carried, loads, saves, moves, parts, exits=swap.exits,
-                             alone=alone)
+                             alone=alone, unbounded=unbounded)
     wide = tuple(v for v in swap.widened
                  if carried.get(v) is dtypes.float32 and v in dict(saves[1]))
     replay, reverse = _widened_loop(kernel, body, swap, analysis, variant, wide) if wide \

@@ -141,6 +141,9 @@ class SwappedAdjoint:
     # With exits: the loop's replay and its reverse as a thread runs them on its own (the
     # phases' versions are guarded: by the flags, and by the iterations ``RAN`` counted).
     alone: list[list[str]] = field(default_factory=list)
+    # A while loop's stand-in (``interchange._as_for``): its iterations have no bound, so the
+    # stacks grow as the replay goes, not once before the strips.
+    unbounded: bool = False
 
 
 # The carried local counting the iterations a thread ran of an interchanged loop with exits.
@@ -190,10 +193,11 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
     # LLVM from vectorizing the reverse sweep's loops: 10x slower).
     bounds = parts["bounds"]
     out.line(f"{start}, {stop}, {step} = {bounds['start']}, {bounds['stop']}, {bounds['step']}")
-    out.line(f"rt_trip = len(range({start}, {stop}, {step}))")
+    if not swap.unbounded:
+        out.line(f"rt_trip = len(range({start}, {stop}, {step}))")
     for kind in kinds:
         n = swap.moves[1][f"{kind}top"]  # saved per iteration
-        if n:
+        if n and not swap.unbounded:
             writer.runtime.add("rt_reserve")
             room = f"({swap.moves[0][f'{kind}top']} + rt_trip * {n} + {kind}slack) * {STRIP}"
             out.line(f"if {room} > {kind}stack.shape[0]: "
@@ -204,7 +208,7 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
             out.line(f"rt_{kind}top = 0")
         threads(0)
         if swap.exits:
-            _replay_with_exits(out, swap, kinds, threads)
+            _replay_with_exits(out, swap, kinds, threads, writer)
         elif swap.widened:
             _switched(out, swap.widened, f"for {parts['counter']} in range({start}, {stop}, "
                       f"{step}):", lambda wide: threads(1, wide))
@@ -235,7 +239,7 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
 
 
 def _replay_with_exits(out: SourceBuilder, swap: SwappedAdjoint, kinds: list[str],
-                       threads) -> None:
+                       threads, writer) -> None:
     """The replay of an interchanged loop with exits: each iteration for the strip's threads
     still in the loop (a thread that has left skips it, and its ``RAN`` stops counting), as the
     forward does (``_finish_when_few_left``), the last few threads on their own. Every thread's
@@ -245,10 +249,24 @@ def _replay_with_exits(out: SourceBuilder, swap: SwappedAdjoint, kinds: list[str
     parts, names = swap.parts, swap.parts["names"]
     counter, stop, step = parts["counter"], names["stop"], names["step"]
     left = " or ".join(swap.exits)
+    # An unbounded loop's stacks get room for one more iteration before each (the strip's
+    # tops, or a thread's own where it runs on its own).
+    grown = [kind for kind in kinds if swap.unbounded and swap.moves[1][f"{kind}top"]]
+    if grown:
+        writer.runtime.add("rt_reserve")
+
+    def growth(top: str) -> list[str]:
+        rooms = {kind: f"({top.format(kind)} + {swap.moves[1][f'{kind}top']} + {kind}slack) * "
+                       f"{STRIP}" for kind in grown}
+        return [f"if {room} > {kind}stack.shape[0]: {kind}stack = rt_reserve({kind}stack, {room})"
+                for kind, room in rooms.items()]
+
     for kind in kinds:
         out.line(f"rt_{kind}base = rt_{kind}top")
     out.line("rt_vec = 0")
     with out.block(f"for {counter} in range({names['start']}, {stop}, {step}):"):
+        for line in growth("rt_{}top"):
+            out.line(line)
         threads(1)
         out.line("rt_vec += 1")
         out.line("rt_running = int32(0)")
@@ -261,6 +279,7 @@ def _replay_with_exits(out: SourceBuilder, swap: SwappedAdjoint, kinds: list[str
                 threads(1, lines=[f"if not ({left}):",
                                   f"    for rt_rest in range(rt_next, {stop}, {step}):",
                                   f"        {counter} = rt_rest",
+                                  *("        " + line for line in growth("{}top")),
                                   *("        " + line for line in swap.alone[0]),
                                   f"        if {left}: break"])
             out.line("break")
