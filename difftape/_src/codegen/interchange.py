@@ -26,7 +26,8 @@ memory, which is excluded: no array the kernel writes may be read by it. The loo
 - a ``while`` loop is such a ``for`` (``_as_for``), over ``range(WHILE_STEPS)``, whose thread
   breaks once its condition fails; it is taken where the body has no top-level ``for``. 1M
   Newton square roots of ~5 steps: 8.8 -> 2.6 ms (warp-lang 9.6). Its adjoint differentiates
-  that ``for``, whose stacks grow as its iterations go (``SwappedAdjoint.unbounded``).
+  that ``for``, whose stacks get room for some iterations, and a strip that needs more runs
+  again with more (``backends/cpu_loops.py``: ``WHILE_ROOM``).
 - its bounds are the same for every thread (constants, shapes, scalar parameters and locals
   computed from those only), and its variable is not read after it;
 - the carried locals are plain scalars and fit in ``MAX_BUFFER_BYTES`` of stack.
