@@ -9,6 +9,7 @@ import pytest
 
 import difftape as wp
 from difftape._src.backends import cpu_target
+from difftape._src.codegen.interchange import ADJOINT_STRIP
 from difftape._src.codegen.strips import STRIP
 from tests.fdcheck import check_tape
 from tests.kernels.modes import debug_reference
@@ -156,7 +157,7 @@ def test_which_adjoints_are_interchanged():
     assert not _interchanged_adjoint(local_bounds)
     assert _interchanged_adjoint(damped_roots)  # sqrt, abs and min are instructions
     source = horner.source().split("_adjoint(")[1]
-    assert "fstack[uint64(ftop * 512 + rt_lane)] = p; ftop += 1" in source
+    assert f"fstack[uint64(ftop * {ADJOINT_STRIP} + rt_lane)] = p; ftop += 1" in source
     assert "for k_" in source and "in range(rt_trip - 1, -1, -1):" in source
     assert "istack = rt_empty(" in source and "np.int32)" in source  # conditions as int32
     assert "np.int64)" in counted.source().split("_adjoint(")[1]  # an int64 local is saved
@@ -312,7 +313,8 @@ def _horner_run(size, n, seed):
 
 
 @pytest.mark.parametrize("mode", ["serial", "auto", "parallel"])
-@pytest.mark.parametrize("size", [1, 7, STRIP - 1, STRIP, STRIP + 1, 2 * STRIP + 300])
+@pytest.mark.parametrize("size", [1, 7, ADJOINT_STRIP - 1, ADJOINT_STRIP + 1, STRIP - 1, STRIP,
+                                  STRIP + 1, 2 * STRIP + 300])
 def test_each_threads_gradient_is_bit_identical(threading, mode, size):
     threading(mode)
     run = _horner_run(size, 37, size)

@@ -14,6 +14,7 @@ import pytest
 import difftape as wp
 from difftape._src.backends import cpu_target
 from difftape._src.backends.cpu_loops import FEW_LEFT
+from difftape._src.codegen.interchange import ADJOINT_STRIP
 from difftape._src.codegen.strips import STRIP
 from tests.fdcheck import check_tape
 from tests.kernels.modes import debug_reference
@@ -157,8 +158,10 @@ def _assert_like_the_plain_loop(kernel, size: int, inputs: list) -> None:
         np.testing.assert_array_equal(got, want)
 
 
-def _stops(pattern: str, size: int, n: int, rng) -> np.ndarray:
-    lane = np.arange(size) % STRIP
+def _stops(pattern: str, size: int, n: int, rng, strip: int = STRIP) -> np.ndarray:
+    """Each thread's iteration to leave the loop at, by ``pattern``, for strips of ``strip``
+    threads (the forward's; an interchanged adjoint's are ``ADJOINT_STRIP``)."""
+    lane = np.arange(size) % strip
     if pattern == "never":
         return np.full(size, n + 3)
     if pattern == "at once":
@@ -168,7 +171,7 @@ def _stops(pattern: str, size: int, n: int, rng) -> np.ndarray:
     if pattern == "one runs long":  # every strip finishes that thread alone after iteration 0
         return np.where(lane == 37, n - 1, 1)
     # after iteration 4 just over 1/FEW_LEFT of a whole strip still runs, after 9 just that
-    few = STRIP // FEW_LEFT
+    few = strip // FEW_LEFT
     return np.where(lane < few, n - 2, np.where(lane < few + 2, 9, 4))
 
 
@@ -209,7 +212,7 @@ def test_sphere_tracing_matches_the_plain_loop(threading, mode):
 
 
 @pytest.mark.parametrize("mode", ["serial", "auto"])
-@pytest.mark.parametrize("size", [1, 5, STRIP, 2 * STRIP + 300])
+@pytest.mark.parametrize("size", [1, 5, ADJOINT_STRIP + 1, STRIP, 2 * STRIP + 300])
 @pytest.mark.parametrize("pattern", ["never", "at once", "mixed", "one runs long", "few left"])
 def test_gradients_match_the_plain_loop(threading, mode, size, pattern):
     """The interchanged adjoint's gradients are the plain loop's bit for bit, whether a thread
@@ -217,7 +220,7 @@ def test_gradients_match_the_plain_loop(threading, mode, size, pattern):
     threading(mode)
     n = 30
     rng = np.random.default_rng(size + 7)
-    stops = _stops(pattern, size, n, rng).astype(np.int32)
+    stops = _stops(pattern, size, n, rng, ADJOINT_STRIP).astype(np.int32)
     x0 = rng.uniform(-2.0, 2.0, size).astype(np.float32)
 
     def run():
@@ -341,7 +344,7 @@ def test_while_loop_gradients_match_the_plain_loop(threading, mode, size, patter
     128, then 256), whether the long ones run with the strip or finish alone."""
     threading(mode)
     rng = np.random.default_rng(size + 2)
-    counts = _stops(pattern, size, 150, rng)
+    counts = _stops(pattern, size, 150, rng, ADJOINT_STRIP)
     counts[::5] = 0
     x0 = rng.uniform(-2.0, 2.0, size).astype(np.float32)
 

@@ -29,7 +29,7 @@ from ..codegen.adjoint import AdjointWriter
 from ..codegen.emitter import ConstantPool, SourceBuilder
 from ..codegen.forward import PHASE_MARK, ForwardWriter
 from ..codegen.inline_rules import FLOAT32_ONLY
-from ..codegen.interchange import (Interchange, left_zero, live_names, parse_phase, phase_flow,
+from ..codegen.interchange import (ADJOINT_STRIP, Interchange, left_zero, live_names, parse_phase, phase_flow,
                                    stack_moves)
 from ..codegen.interchange import plan as interchange_plan
 from ..codegen.offsets import RowWindow, definitions, row_window
@@ -335,7 +335,7 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
     for name in [v for v in carried if v.startswith("adj_")]:  # the prologue zeroes these
         if all(left_zero(tree, name, writer.zero(types[name])) for tree in trees):
             del carried[name]
-    size = sum(STRIP * np.dtype(t._np).itemsize for t in carried.values())
+    size = sum(ADJOINT_STRIP * np.dtype(t._np).itemsize for t in carried.values())
     if size > MAX_BUFFER_BYTES:
         return None
     # The first phase starts from the prologue's zeros, as the thread did, and leaves every
@@ -492,7 +492,8 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
         if used:
             slack = writer.push_sites[kind]
             # Interchanged: a lane per thread of the strip; every loop reserves its own room.
-            size = f"{max(4, 2 * slack)} * {STRIP}" if swapped_adjoint else max(64, 2 * slack)
+            size = (f"{max(4, 2 * slack)} * {ADJOINT_STRIP}" if swapped_adjoint
+                    else max(64, 2 * slack))
             writer.runtime.add("rt_empty")
             stacks.append(f"{kind}slack = {slack}; {kind}stack = rt_empty({size}, "
                           f"{dtype}); {kind}top = 0")
@@ -550,9 +551,10 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
         setup += strips.allocations()
         writer.runtime |= strips.runtime()
     if swap is not None:
-        setup += [f"rt_carry_{v} = rt_stack_array({STRIP}, np.{t.__name__})"
+        width = ADJOINT_STRIP if swapped_adjoint else STRIP
+        setup += [f"rt_carry_{v} = rt_stack_array({width}, np.{t.__name__})"
                   for v, t in swap.carried.items()]
-        setup += widening_setup(swap.widened)
+        setup += widening_setup(swap.widened, width)
         writer.runtime.add("rt_stack_array")
     setup += [f"{lane} = rt_stack_zeros({STRIP}, np.{t.__name__}, {STRIP})"
               for lane, t, _ in writer.loop_lane_flushes]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..codegen.emitter import SourceBuilder, plus
 from ..codegen.expressions import WIDE_ONE, WIDE_PREFIX
-from ..codegen.interchange import WIDE_CHECK, Interchange
+from ..codegen.interchange import ADJOINT_STRIP, WIDE_CHECK, Interchange
 from ..codegen.signs import assigned
 from ..codegen.splits import Split
 from ..codegen.strips import MIN_STRIPPED, STRIP, Strips
@@ -215,11 +215,13 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
     for kind in kinds:
         n = swap.moves[1][f"{kind}top"]  # saved per iteration
         if n:
-            room = f"({swap.moves[0][f'{kind}top']} + {iterations} * {n} + {kind}slack) * {STRIP}"
+            room = (f"({swap.moves[0][f'{kind}top']} + {iterations} * {n} + {kind}slack) * "
+                    f"{ADJOINT_STRIP}")
             dtype = (writer.stack_float if kind == "f" else writer.stack_int).__name__
             out.line(f"{kind}stack = rt_empty(max({room}, {kind}stack.shape[0]), np.{dtype})")
-    with out.block(f"for rt_strip in range({'rt_from' if swap.unbounded else 'lo'}, hi, {STRIP}):"):
-        out.line(f"rt_strip_end = min(rt_strip + {STRIP}, hi)")
+    first = "rt_from" if swap.unbounded else "lo"
+    with out.block(f"for rt_strip in range({first}, hi, {ADJOINT_STRIP}):"):
+        out.line(f"rt_strip_end = min(rt_strip + {ADJOINT_STRIP}, hi)")
         for kind in kinds:
             out.line(f"rt_{kind}top = 0")
         threads(0)
@@ -321,13 +323,14 @@ def _reverse_with_exits(out: SourceBuilder, swap: SwappedAdjoint, kinds: list[st
         threads(3)
 
 
-def widening_setup(widened: tuple[str, ...]) -> list[str]:
+def widening_setup(widened: tuple[str, ...], width: int) -> list[str]:
     """The setup of a function with widened iterations (``interchange.widened``): the float64
-    strip arrays of its widened locals, and ``WIDE_ONE``: 1.0 inside the loop over the strips,
-    which runs only where ``lo < hi``, but not a constant to LLVM (``ExprCoder.wide_product``)."""
+    strip arrays of its widened locals (``width`` threads a strip), and ``WIDE_ONE``: 1.0 inside
+    the loop over the strips, which runs only where ``lo < hi``, but not a constant to LLVM
+    (``ExprCoder.wide_product``)."""
     if not widened:
         return []
-    return [f"rt_wide_{v} = rt_stack_array({STRIP}, np.float64)" for v in widened] + [
+    return [f"rt_wide_{v} = rt_stack_array({width}, np.float64)" for v in widened] + [
         f"{WIDE_ONE} = float64(1.0) if lo < hi else float64(3.0)"]
 
 

@@ -23,6 +23,7 @@ from .activity import (SCATTER, UNIFORM, Analysis, classify_index, plain_add, pl
                        thread_invariant)
 from .emitter import SourceBuilder, cast
 from .expressions import MAX_LANE_BYTES, WIDE_PREFIX, ExprCoder
+from .interchange import ADJOINT_STRIP
 from .strips import STRIP
 
 # Values the integer stack holds exactly as int32 (half the memory traffic of int64, and twice
@@ -63,7 +64,7 @@ class ForwardWriter(ExprCoder):
         self.aux: dict[int, dict[str, str]] = {}  # statement id → names of cond/trip/start/step
         # An interchanged adjoint (``codegen/interchange.py``): ``swap_loop`` is written as a
         # ``PHASE_MARK`` in the per-thread code, its replay and reverse bodies go to
-        # ``swap_parts``, and the stacks are laid out per strip (element ``top * STRIP +
+        # ``swap_parts``, and the stacks are laid out per strip (element ``top * ADJOINT_STRIP +
         # rt_lane``).
         self.swap_loop: ir.For | None = None
         self.swap_parts: dict = {}
@@ -122,7 +123,7 @@ class ForwardWriter(ExprCoder):
         is interchanged (the strip's threads then push side by side, which vectorizes)."""
         if self.swap_loop is None:
             return f"{kind}top"
-        return f"uint64({kind}top * {STRIP} + rt_lane)"
+        return f"uint64({kind}top * {ADJOINT_STRIP} + rt_lane)"
 
     def reserve(self, out: SourceBuilder, counts: dict, iterations: str | None) -> None:
         """Before a loop: room on the stacks for ``iterations`` times ``counts`` pushes."""
