@@ -448,6 +448,33 @@ def test_arms_that_save_unalike(threading, mode, size):
     np.testing.assert_allclose(gx, 2.0 ** steps * x ** (2.0 ** steps - 1.0), rtol=1e-12)
 
 
+@wp.kernel
+def shifted_orbit(x: wp.array(dtype=wp.float64), origin: wp.array(dtype=wp.vec3d), n: int,
+                  y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    p = wp.vec3d(x[i], wp.float64(0.5), wp.float64(1.0)) + origin[0]  # read by every thread
+    s = wp.float64(0.0)
+    for k in range(n):
+        s = s * wp.float64(0.5) + wp.length(p) * wp.float64(0.25)
+        p = p * wp.float64(0.9)
+    y[i] = s
+
+
+def test_gradients_of_values_every_thread_reads_before_the_loop():
+    """``origin``'s gradient is added up in the reverse of the code before the loop, into a
+    chunk's accumulator read after the strips: what reaches it is carried between the phases
+    (it was not: the gradient was zero)."""
+    size, n = ADJOINT_STRIP + 9, 5
+    rng = np.random.default_rng(17)
+    assert _interchanged_adjoint(shifted_orbit) and "priv_" in shifted_orbit.source()
+
+    def run(a):
+        wp.launch(shifted_orbit, size, inputs=[a["x"], a["origin"], n], outputs=[a["y"]])
+
+    check_tape(run, {"x": rng.uniform(-1.0, 1.0, size), "origin": np.array([[0.3, -0.2, 0.1]])},
+               {"y": np.zeros(size)}, {"x": wp.float64, "origin": wp.vec3d, "y": wp.float64})
+
+
 @pytest.mark.parametrize("kernel", [branch_saves, local_bounds])
 def test_branch_saves_and_local_bounds_differentiate(kernel):
     size, n = 17, 4

@@ -38,15 +38,14 @@ def test_which_locals_are_proved_nonnegative():
     assert not proved & {"right", "back", "m", "flip"}
 
 
-def _edge_body(source: str) -> str:
-    """The forward's loop over the threads that run the kernel's own body (splits.py gives the
-    interior threads a copy with the clamps of the thread index taken out)."""
-    forward = source.split("def mixed_signs_adjoint")[0]
-    return forward.split("for rt_edge in")[1]
+def _forward(source: str) -> str:
+    """The forward function (its loop over ``k`` interchanged across threads: the indices are
+    written as in the plain loop)."""
+    return source.split("def mixed_signs_adjoint")[0]
 
 
 def test_generated_indices():
-    source = _edge_body(mixed_signs.source())
+    source = _forward(mixed_signs.source())
     assert "x[uint64(left)]" in source and "y[uint64(t0)]" in source  # i: the thread index
     assert "x[uint64(k)]" in source and "x[uint64(half)]" in source
     for signed in ("right", "back", "int32(m", "int32(wp_mod_1(flip"):

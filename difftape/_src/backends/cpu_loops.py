@@ -7,6 +7,7 @@ hands them here.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -122,6 +123,26 @@ def thread_body(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder, lines
         out.line(line)
 
 
+@contextmanager
+def _rows(variant: Variant, out: SourceBuilder):
+    """Around an interchanged kernel's strips: the loops over a multi-dimensional launch's outer
+    dimensions (a row's threads are the innermost dimension's, run in strips). Yields the range
+    of a row's threads and their loop variable: ``lo:hi`` and ``t0`` in a one-dimensional
+    launch."""
+    last = variant.rank - 1
+    if last == 0:
+        yield "lo", "hi", "t0"
+        return
+    level = out.level
+    out.line("for t0 in range(lo, hi):")
+    out.level += 1
+    for k in range(1, last):
+        out.line(f"for t{k} in range(dim{k}):")
+        out.level += 1
+    yield "0", f"dim{last}", f"t{last}"
+    out.level = level
+
+
 @dataclass
 class SwappedAdjoint:
     """An interchanged adjoint (``codegen/interchange.py``): per strip, every thread's replay of
@@ -176,7 +197,7 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
         """Every thread of the strip runs ``phase`` (or ``lines`` in its place, which leave
         the strip's tops as they are)."""
         widened = set(swap.widened) if wide and phase == 1 else set()  # the replay's locals
-        with out.block("for t0 in range(rt_strip, rt_strip_end):"):
+        with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
             loads = [f"{_wide_name(v, v in widened)} = {_carry(v, v in widened)}[{at}]"
                      for v in swap.loads[phase]]
             saves = [f"{_carry(v, v in widened)}[{at}] = {_wide_name(value, v in widened)}"
@@ -188,7 +209,7 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
                     moves = swap.moves[phase][f"{kind}top"]
                     if moves:
                         after.append(f"rt_{kind}top {'+' if moves > 0 else '-'}= {abs(moves)}")
-            thread_body(kernel, variant, out, ["rt_lane = t0 - rt_strip"] + prologue + loads
+            thread_body(kernel, variant, out, [f"rt_lane = {tv} - rt_strip"] + prologue + loads
                          + lines + saves)
         for line in after:
             out.line(line)
@@ -197,36 +218,32 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
     after: list[str] = []
 
     # The loop's bounds are the same in every thread and come from no local: the stacks get
-    # their room once, before the strips (growing them inside the loop over the strips kept
-    # LLVM from vectorizing the reverse sweep's loops: 10x slower).
+    # their room before the strips (``_stack_room``; growing them inside the loop over the
+    # strips kept LLVM from vectorizing the reverse sweep's loops: 10x slower).
     bounds = parts["bounds"]
     out.line(f"{start}, {stop}, {step} = {bounds['start']}, {bounds['stop']}, {bounds['step']}")
     out.line(f"rt_trip = len(range({start}, {stop}, {step}))")
-    if swap.unbounded:  # room for ``rt_cap`` iterations, the strips from ``rt_from`` on
-        out.line(f"rt_cap, rt_from = {WHILE_ROOM}, lo")
-        retry = out.block("while rt_from < hi:")
+    rows = _rows(variant, out)
+    if swap.unbounded:
+        out.line(f"rt_cap = {WHILE_ROOM}")
+    else:
+        _stack_room(out, swap, kinds, writer, "rt_trip")
+    row_start, row_stop, tv = rows.__enter__()
+    if swap.unbounded:  # room for ``rt_cap`` iterations, the row's strips from ``rt_from`` on
+        out.line(f"rt_from = {row_start}")
+        retry = out.block(f"while rt_from < {row_stop}:")
         retry.__enter__()
         out.line(f"rt_stop = {start} + min(rt_trip, rt_cap) * {step}")
-        out.line("rt_resume = hi")
-    # A new stack, whatever room the one before had: a stack that is one array or another by a
-    # branch taken at run time kept LLVM from vectorizing the reverse's loop over the strip (1M
-    # Newton square roots, backward 17.2 -> 5.2 ms). Nothing on it outlives a strip.
-    iterations = "min(rt_trip, rt_cap)" if swap.unbounded else "rt_trip"
-    for kind in kinds:
-        n = swap.moves[1][f"{kind}top"]  # saved per iteration
-        if n:
-            room = (f"({swap.moves[0][f'{kind}top']} + {iterations} * {n} + {kind}slack) * "
-                    f"{ADJOINT_STRIP}")
-            dtype = (writer.stack_float if kind == "f" else writer.stack_int).__name__
-            out.line(f"{kind}stack = rt_empty(max({room}, {kind}stack.shape[0]), np.{dtype})")
-    first = "rt_from" if swap.unbounded else "lo"
-    with out.block(f"for rt_strip in range({first}, hi, {ADJOINT_STRIP}):"):
-        out.line(f"rt_strip_end = min(rt_strip + {ADJOINT_STRIP}, hi)")
+        out.line(f"rt_resume = {row_stop}")
+        _stack_room(out, swap, kinds, writer, "min(rt_trip, rt_cap)")
+    first = "rt_from" if swap.unbounded else row_start
+    with out.block(f"for rt_strip in range({first}, {row_stop}, {ADJOINT_STRIP}):"):
+        out.line(f"rt_strip_end = min(rt_strip + {ADJOINT_STRIP}, {row_stop})")
         for kind in kinds:
             out.line(f"rt_{kind}top = 0")
         threads(0)
         if swap.exits:
-            _replay_with_exits(out, swap, kinds, threads)
+            _replay_with_exits(out, swap, kinds, threads, tv)
         elif swap.widened:
             _switched(out, swap.widened, f"for {parts['counter']} in range({start}, {stop}, "
                       f"{step}):", lambda wide: threads(1, wide))
@@ -254,13 +271,31 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
         else:
             reverse(False)
         threads(4)
-    if swap.unbounded:  # a strip that ran out of room ran again, from the start, with twice
-        out.line("rt_from, rt_cap = rt_resume, 2 * rt_cap")
+    if swap.unbounded:  # a strip that ran out of room runs again, from the start, with twice
+        with out.block(f"if rt_resume < {row_stop}:"):
+            out.line("rt_cap *= 2")
+        out.line("rt_from = rt_resume")
         retry.__exit__(None, None, None)
+    rows.__exit__(None, None, None)
+
+
+def _stack_room(out: SourceBuilder, swap: SwappedAdjoint, kinds: list[str], writer,
+                iterations: str) -> None:
+    """New stacks with room for a strip's saves over ``iterations`` of the loop: new arrays,
+    whatever room the ones before had (a stack that is one array or another by a branch taken
+    at run time kept LLVM from vectorizing the reverse's loop over the strip: 1M Newton square
+    roots, backward 17.2 -> 5.2 ms). Nothing on them outlives a strip."""
+    for kind in kinds:
+        n = swap.moves[1][f"{kind}top"]  # saved per iteration
+        if n:
+            room = (f"({swap.moves[0][f'{kind}top']} + {iterations} * {n} + {kind}slack) * "
+                    f"{ADJOINT_STRIP}")
+            dtype = (writer.stack_float if kind == "f" else writer.stack_int).__name__
+            out.line(f"{kind}stack = rt_empty(max({room}, {kind}stack.shape[0]), np.{dtype})")
 
 
 def _replay_with_exits(out: SourceBuilder, swap: SwappedAdjoint, kinds: list[str],
-                       threads) -> None:
+                       threads, tv: str) -> None:
     """The replay of an interchanged loop with exits: each iteration for the strip's threads
     still in the loop (a thread that has left skips it, and its ``RAN`` stops counting), as the
     forward does (``_finish_when_few_left``), the last few threads on their own. Every thread's
@@ -270,7 +305,7 @@ def _replay_with_exits(out: SourceBuilder, swap: SwappedAdjoint, kinds: list[str
     parts, names = swap.parts, swap.parts["names"]
     counter, stop, step = parts["counter"], names["stop"], names["step"]
     left = " or ".join(swap.exits)
-    stored = " or ".join(f"rt_carry_{flag}[uint64(t0 - rt_strip)]" for flag in swap.exits)
+    stored = " or ".join(f"rt_carry_{flag}[uint64({tv} - rt_strip)]" for flag in swap.exits)
     for kind in kinds:
         out.line(f"rt_{kind}base = rt_{kind}top")
     out.line("rt_vec = 0")
@@ -280,7 +315,7 @@ def _replay_with_exits(out: SourceBuilder, swap: SwappedAdjoint, kinds: list[str
         threads(1)
         out.line("rt_vec += 1")
         out.line("rt_running = int32(0)")
-        with out.block("for t0 in range(rt_strip, rt_strip_end):"):
+        with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
             out.line(f"rt_running += int32(not ({stored}))")
         with out.block(f"if rt_running * {FEW_LEFT} <= rt_strip_end - rt_strip:"):
             with out.block("if rt_running > 0:"):
@@ -292,11 +327,11 @@ def _replay_with_exits(out: SourceBuilder, swap: SwappedAdjoint, kinds: list[str
                                   f"        if {left}: break"])
             out.line("break")
     out.line("rt_most = int32(0)")
-    with out.block("for t0 in range(rt_strip, rt_strip_end):"):
-        out.line(f"rt_most = max(rt_most, rt_carry_{RAN}[uint64(t0 - rt_strip)])")
+    with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
+        out.line(f"rt_most = max(rt_most, rt_carry_{RAN}[uint64({tv} - rt_strip)])")
     if swap.unbounded:  # a thread still in the loop: the strip runs again with more room
         with out.block("if rt_most == min(rt_trip, rt_cap):"):
-            with out.block("for t0 in range(rt_strip, rt_strip_end):"):
+            with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
                 with out.block(f"if not ({stored}):"):
                     out.line("rt_resume = rt_strip")
             with out.block("if rt_resume == rt_strip:"):
@@ -381,7 +416,7 @@ FEW_LEFT = 16
 
 
 def _finish_when_few_left(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder,
-                          swap: Interchange, at: str, entry: list[str], body: list[str],
+                          swap: Interchange, tv: str, entry: list[str], body: list[str],
                           saves: list[str]) -> None:
     """After an iteration of an interchanged loop with ``break`` (``Interchange.exits``): leave
     the loop once every thread of the strip has left it, and once few still run, run each of
@@ -390,8 +425,8 @@ def _finish_when_few_left(kernel: ir.KernelIR, variant: Variant, out: SourceBuil
     running longer than the others costs its own iterations only."""
     left = " or ".join(swap.exits)
     out.line("rt_running = int32(0)")
-    with out.block("for t0 in range(rt_strip, rt_strip_end):"):
-        stored = " or ".join(f"rt_carry_{flag}[{at}]" for flag in swap.exits)
+    with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
+        stored = " or ".join(f"rt_carry_{flag}[uint64({tv} - rt_strip)]" for flag in swap.exits)
         out.line(f"rt_running += int32(not ({stored}))")
     with out.block(f"if rt_running * {FEW_LEFT} <= rt_strip_end - rt_strip:"):
         with out.block("if rt_running > 0:"):
@@ -400,7 +435,7 @@ def _finish_when_few_left(kernel: ir.KernelIR, variant: Variant, out: SourceBuil
                     f"        {swap.loop.var} = int32(rt_rest)",
                     *("        " + line for line in body),
                     f"        if {left}: break"]
-            with out.block("for t0 in range(rt_strip, rt_strip_end):"):
+            with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
                 thread_body(kernel, variant, out, entry + rest + saves)
         out.line("break")
 
@@ -415,10 +450,12 @@ def interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder
     for line in setup:
         out.line(line)
     before = assigned(swap.pre)
-    at = "uint64(t0 - rt_strip)"
-    with out.block(f"for rt_strip in range(lo, hi, {STRIP}):"):
-        out.line(f"rt_strip_end = min(rt_strip + {STRIP}, hi)")
-        with out.block("for t0 in range(rt_strip, rt_strip_end):"):
+    rows = _rows(variant, out)
+    start, stop, tv = rows.__enter__()
+    at = f"uint64({tv} - rt_strip)"
+    with out.block(f"for rt_strip in range({start}, {stop}, {STRIP}):"):
+        out.line(f"rt_strip_end = min(rt_strip + {STRIP}, {stop})")
+        with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
             saves = [f"rt_carry_{v}[{at}] = {v if v in before else writer.zero(t)}"
                      for v, t in swap.carried.items()]
             thread_body(kernel, variant, out, prologue + phases[0].lines + saves)
@@ -438,13 +475,14 @@ def interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder
                 # back as loaded: stores under the guard would be masked, and masked stores of
                 # bools ran the loop 7x slower than plain ones.
                 lines = [f"if not ({' or '.join(swap.exits)}):"] + ["    " + line for line in lines]
-            with out.block("for t0 in range(rt_strip, rt_strip_end):"):
+            with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
                 thread_body(kernel, variant, out, prologue + loads + lines + saves)
             for _, _, lines in writer.loop_lane_flushes:  # the iteration's adds at one index
                 for line in lines:
                     out.line(line)
             if swap.exits:
-                _finish_when_few_left(kernel, variant, out, swap, at, prologue + loads, body, saves)
+                _finish_when_few_left(kernel, variant, out, swap, tv, prologue + loads, body,
+                                      saves)
 
         header = "for rt_it in range(rt_start, rt_stop, rt_step):"
         if swap.widened:
@@ -452,6 +490,7 @@ def interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder
         else:
             with out.block(header):
                 iteration(False)
-        with out.block("for t0 in range(rt_strip, rt_strip_end):"):
+        with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
             loads = [f"{v} = rt_carry_{v}[{at}]" for v in swap.carried]
             thread_body(kernel, variant, out, prologue + loads + phases[2].lines)
+    rows.__exit__(None, None, None)

@@ -98,8 +98,9 @@ class Interchange:
 
 def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int,
          single_assigned: set[str]) -> Interchange | None:
-    """The interchange of ``body`` for one-dimensional launches, or None."""
-    if rank != 1 or not (kernel.tid_flat or kernel.tid_vars):
+    """The interchange of ``body`` for launches of ``rank`` dimensions (a row's threads, those
+    of the innermost, run in strips), or None."""
+    if not (kernel.tid_flat or kernel.tid_vars):
         return None
     at = next((k for k, s in enumerate(body) if isinstance(s, ir.For)), None)
     if at is not None:
@@ -125,7 +126,7 @@ def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int,
         return None
     if loop.var in _reads(post) or loop.var in _reads(pre):
         return None
-    threads = {"tid0", "tidflat"}
+    threads = {"tidflat", *(f"tid{k}" for k in range(rank))}
     assigned_before = assigned(pre)
     carried_names = (assigned_before & (_reads(loop.body) | _reads(post))) \
         | (assigned(loop.body) & (_exposed(loop.body) | _reads(post)))
@@ -281,14 +282,16 @@ def phase_flow(tree: ast.Module) -> tuple[set[str], set[str]]:
     return _stores(tree), exposed
 
 
-def live_names(trees: list[ast.Module]) -> set[str]:
+def live_names(trees: list[ast.Module], outlive: set[str] = frozenset()) -> set[str]:
     """The locals whose values the phases' effects depend on: those read by a statement other
     than an assignment to a plain name (stores into arrays and stacks, a branch's test, a
-    loop's range, a call made for its effect) and, in turn, those an assignment to a live local
-    reads. A carried local outside this set (a loop-carried sum the reverse sweep never reads)
-    need not be carried: the replay's arithmetic on it is dead code once nothing stores it."""
+    loop's range, a call made for its effect), the locals in ``outlive`` (read after the
+    phases: a chunk's accumulators of thread-invariant adds), and, in turn, those an assignment
+    to a live local reads. A carried local outside this set (a loop-carried sum the reverse
+    sweep never reads) need not be carried: the replay's arithmetic on it is dead code once
+    nothing stores it."""
     assigns: list[tuple[set[str], set[str]]] = []  # (targets, names read), plain names only
-    live: set[str] = set()
+    live: set[str] = set(outlive)
 
     def visit(stmts: list[ast.stmt]) -> None:
         for s in stmts:
