@@ -7,7 +7,8 @@ at a time in three phases: every thread's code before the loop, then ``for k: fo
 strip: body``, then every thread's code after the loop. Locals that live across the phases or
 from one iteration to the next are kept in strip arrays. The loop over the strip's threads has
 no dependence from one thread to the next, so it vectorizes: the benchmark's dynamic loop ran
-94 -> 10 ms on normal data (and 333 -> 218 ms where it underflows into denormals).
+94 -> 10 ms on normal data (and 333 -> 218 ms where it underflows into denormals). In a
+multi-dimensional launch, the strips are a row's threads (the innermost dimension's).
 
 Every thread computes exactly what it computed before; only the order in which threads
 interleave changes. Warp's threads are unordered, so that is unobservable unless threads share
