@@ -268,6 +268,23 @@ def sphere_march(d: wp.array(dtype=wp.vec3), t: wp.array(dtype=float)):
 
 
 @wp.kernel
+def sphere_pixels(eye: wp.array(dtype=wp.vec3), depth: wp.array2d(dtype=float)):
+    # Sphere tracing, one ray per pixel of a 1000x1000 image (a 2-D launch); every ray reads
+    # the camera offset eye[0], whose gradient sums over all of them.
+    i, j = wp.tid()
+    u = float(j) * 0.0012 - 0.6
+    v = float(i) * 0.0012 - 0.6
+    d = wp.normalize(wp.vec3(u, v, 1.0) + eye[0] * 0.1)
+    s = float(0.0)
+    for k in range(32):
+        h = _sphere(d * s)
+        if wp.abs(h) < 1.0e-4:
+            break
+        s = s + wp.min(h, 0.5)
+    depth[i, j] = s
+
+
+@wp.kernel
 def newton_while(a: wp.array(dtype=float), r: wp.array(dtype=float)):
     # Newton's square root of 2 + a, to convergence: a while loop of ~5 steps.
     i = wp.tid()
@@ -285,7 +302,7 @@ PARTICLES = 2048
 ROWS = N // 16
 # Cases whose loops warp-lang's adjoint does not replay (SPEC §5.4): its gradients there are
 # wrong, and only difftape's are checked (tests/kernels/test_interchanged_break.py).
-WARP_GRADIENT_WRONG = {"sphere_march", "newton_while"}
+WARP_GRADIENT_WRONG = {"sphere_march", "sphere_pixels", "newton_while"}
 # name -> (launch dim, arguments: (dtype name, element shape, numpy scalar[, the array's own
 # shape, where not the launch's]) or "index"; the last argument is the output whose gradient is
 # seeded with ones)
@@ -327,6 +344,7 @@ CASES = {
     "dense16": ((ROWS, 16), [("float32", (), "f4", (ROWS, 16)), ("float32", (), "f4", (16, 16)),
                              ("float32", (), "f4", (ROWS, 16))]),
     "sphere_march": (N, [("vec3", (3,), "f4"), ("float32", (), "f4")]),
+    "sphere_pixels": ((1000, 1000), [("vec3", (3,), "f4", (1,)), ("float32", (), "f4")]),
     "newton_while": (N, [("float32", (), "f4"), ("float32", (), "f4")]),
 }
 
