@@ -158,6 +158,19 @@ def _assert_like_the_plain_loop(kernel, size: int, inputs: list) -> None:
         np.testing.assert_array_equal(got, want)
 
 
+def _x_gradient(kernel, x0: np.ndarray, inputs: list, seeds: np.ndarray) -> np.ndarray:
+    """``x``'s gradient through ``kernel(x, *inputs)`` into ``y`` and ``last``, seeded with
+    ``seeds[0]`` and ``seeds[1]``."""
+    x = wp.array(x0, dtype=wp.float32, requires_grad=True)
+    y, last = (wp.zeros(x0.size, dtype=wp.float32, requires_grad=True) for _ in range(2))
+    tape = wp.Tape()
+    with tape:
+        wp.launch(kernel, x0.size, inputs=[x, *inputs], outputs=[y, last])
+    tape.backward(grads={y: wp.array(seeds[0], dtype=wp.float32),
+                         last: wp.array(seeds[1], dtype=wp.float32)})
+    return x.grad.numpy()
+
+
 def _stops(pattern: str, size: int, n: int, rng, strip: int = STRIP) -> np.ndarray:
     """Each thread's iteration to leave the loop at, by ``pattern``, for strips of ``strip``
     threads (the forward's; an interchanged adjoint's are ``ADJOINT_STRIP``)."""
@@ -220,24 +233,14 @@ def test_gradients_match_the_plain_loop(threading, mode, size, pattern):
     threading(mode)
     n = 30
     rng = np.random.default_rng(size + 7)
-    stops = _stops(pattern, size, n, rng, ADJOINT_STRIP).astype(np.int32)
+    stops = wp.array(_stops(pattern, size, n, rng, ADJOINT_STRIP).astype(np.int32), dtype=int)
     x0 = rng.uniform(-2.0, 2.0, size).astype(np.float32)
+    seeds = rng.uniform(0.5, 1.5, (2, size)).astype(np.float32)
 
     def run():
-        x = wp.array(x0, dtype=wp.float32, requires_grad=True)
-        y = wp.zeros(size, dtype=wp.float32, requires_grad=True)
-        last = wp.zeros(size, dtype=wp.float32, requires_grad=True)
-        tape = wp.Tape()
-        with tape:
-            wp.launch(march, size, inputs=[x, wp.array(stops, dtype=int), n], outputs=[y, last])
-        seeds = rng_seeds.uniform(0.5, 1.5, (2, size)).astype(np.float32)
-        tape.backward(grads={y: wp.array(seeds[0], dtype=wp.float32),
-                             last: wp.array(seeds[1], dtype=wp.float32)})
-        return x.grad.numpy()
+        return _x_gradient(march, x0, [stops, n], seeds)
 
-    rng_seeds = np.random.default_rng(3)
     got = run()
-    rng_seeds = np.random.default_rng(3)
     np.testing.assert_array_equal(got, debug_reference(run))
     assert np.all(np.isfinite(got)) and np.any(got != 0.0)
 
@@ -347,18 +350,10 @@ def test_while_loop_gradients_match_the_plain_loop(threading, mode, size, patter
     counts = _stops(pattern, size, 150, rng, ADJOINT_STRIP)
     counts[::5] = 0
     x0 = rng.uniform(-2.0, 2.0, size).astype(np.float32)
+    seeds = np.stack([np.full(size, 0.5), np.ones(size)]).astype(np.float32)
 
     def run():
-        x = wp.array(x0, dtype=wp.float32, requires_grad=True)
-        y = wp.zeros(size, dtype=wp.float32, requires_grad=True)
-        last = wp.zeros(size, dtype=wp.float32, requires_grad=True)
-        tape = wp.Tape()
-        with tape:
-            wp.launch(count_up, size, inputs=[x, wp.array(counts.astype(np.int32), dtype=int)],
-                      outputs=[y, last])
-        tape.backward(grads={y: wp.full(size, 0.5, dtype=wp.float32),
-                             last: wp.ones(size, dtype=wp.float32)})
-        return x.grad.numpy()
+        return _x_gradient(count_up, x0, [wp.array(counts.astype(np.int32), dtype=int)], seeds)
 
     got = run()
     np.testing.assert_array_equal(got, debug_reference(run))

@@ -29,8 +29,8 @@ from ..codegen.adjoint import AdjointWriter
 from ..codegen.emitter import ConstantPool, SourceBuilder
 from ..codegen.forward import PHASE_MARK, ForwardWriter
 from ..codegen.inline_rules import FLOAT32_ONLY
-from ..codegen.interchange import (ADJOINT_STRIP, Interchange, left_zero, live_names, parse_phase, phase_flow,
-                                   stack_moves)
+from ..codegen.interchange import (ADJOINT_STRIP, Interchange, left_zero, live_names,
+                                   parse_phase, phase_flow, stack_moves)
 from ..codegen.interchange import plan as interchange_plan
 from ..codegen.offsets import RowWindow, definitions, row_window
 from ..codegen.signs import nonnegative_locals

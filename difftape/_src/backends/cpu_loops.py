@@ -7,7 +7,7 @@ hands them here.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -223,60 +223,62 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
     bounds = parts["bounds"]
     out.line(f"{start}, {stop}, {step} = {bounds['start']}, {bounds['stop']}, {bounds['step']}")
     out.line(f"rt_trip = len(range({start}, {stop}, {step}))")
-    rows = _rows(variant, out)
+
+    def strips(row_start: str, row_stop: str, tv: str) -> None:
+        """The loop over a row's strips, each running the five phases."""
+        first = "rt_from" if swap.unbounded else row_start
+        with out.block(f"for rt_strip in range({first}, {row_stop}, {ADJOINT_STRIP}):"):
+            out.line(f"rt_strip_end = min(rt_strip + {ADJOINT_STRIP}, {row_stop})")
+            for kind in kinds:
+                out.line(f"rt_{kind}top = 0")
+            threads(0)
+            if swap.exits:
+                _replay_with_exits(out, swap, kinds, threads, tv)
+            elif swap.widened:
+                _switched(out, swap.widened, f"for {parts['counter']} in range({start}, {stop}, "
+                          f"{step}):", lambda wide: threads(1, wide))
+            else:
+                with out.block(f"for {parts['counter']} in range({start}, {stop}, {step}):"):
+                    threads(1)
+            threads(2)
+
+            def reverse(wide: bool) -> None:
+                with out.block(f"for {parts['reverse_counter']} in range(rt_trip - 1, -1, -1):"):
+                    threads(3, wide)
+                    if writer.loop_lane_flushes:  # the iteration's adds at one index, per site
+                        out.line(parts["reverse"][0])  # the loop variable, which the indices read
+                        for _, _, lines in writer.loop_lane_flushes:
+                            for line in lines:
+                                out.line(line)
+
+            if swap.exits:
+                _reverse_with_exits(out, swap, kinds, threads)
+            elif swap.widened:  # the strip's reverse runs widened where its replay ended widened
+                with out.block("if rt_wide:"):
+                    reverse(True)
+                with out.block("else:"):
+                    reverse(False)
+            else:
+                reverse(False)
+            threads(4)
+
     if swap.unbounded:
         out.line(f"rt_cap = {WHILE_ROOM}")
     else:
         _stack_room(out, swap, kinds, writer, "rt_trip")
-    row_start, row_stop, tv = rows.__enter__()
-    if swap.unbounded:  # room for ``rt_cap`` iterations, the row's strips from ``rt_from`` on
-        out.line(f"rt_from = {row_start}")
-        retry = out.block(f"while rt_from < {row_stop}:")
-        retry.__enter__()
-        out.line(f"rt_stop = {start} + min(rt_trip, rt_cap) * {step}")
-        out.line(f"rt_resume = {row_stop}")
-        _stack_room(out, swap, kinds, writer, "min(rt_trip, rt_cap)")
-    first = "rt_from" if swap.unbounded else row_start
-    with out.block(f"for rt_strip in range({first}, {row_stop}, {ADJOINT_STRIP}):"):
-        out.line(f"rt_strip_end = min(rt_strip + {ADJOINT_STRIP}, {row_stop})")
-        for kind in kinds:
-            out.line(f"rt_{kind}top = 0")
-        threads(0)
-        if swap.exits:
-            _replay_with_exits(out, swap, kinds, threads, tv)
-        elif swap.widened:
-            _switched(out, swap.widened, f"for {parts['counter']} in range({start}, {stop}, "
-                      f"{step}):", lambda wide: threads(1, wide))
-        else:
-            with out.block(f"for {parts['counter']} in range({start}, {stop}, {step}):"):
-                threads(1)
-        threads(2)
-
-        def reverse(wide: bool) -> None:
-            with out.block(f"for {parts['reverse_counter']} in range(rt_trip - 1, -1, -1):"):
-                threads(3, wide)
-                if writer.loop_lane_flushes:  # the iteration's adds at one index, per site
-                    out.line(parts["reverse"][0])  # the loop variable, which the indices read
-                    for _, _, lines in writer.loop_lane_flushes:
-                        for line in lines:
-                            out.line(line)
-
-        if swap.exits:
-            _reverse_with_exits(out, swap, kinds, threads)
-        elif swap.widened:  # the strip's reverse runs widened where its replay ended widened
-            with out.block("if rt_wide:"):
-                reverse(True)
-            with out.block("else:"):
-                reverse(False)
-        else:
-            reverse(False)
-        threads(4)
-    if swap.unbounded:  # a strip that ran out of room runs again, from the start, with twice
-        with out.block(f"if rt_resume < {row_stop}:"):
-            out.line("rt_cap *= 2")
-        out.line("rt_from = rt_resume")
-        retry.__exit__(None, None, None)
-    rows.__exit__(None, None, None)
+    with ExitStack() as around:
+        row_start, row_stop, tv = around.enter_context(_rows(variant, out))
+        if swap.unbounded:  # room for ``rt_cap`` iterations, the row's strips from ``rt_from`` on
+            out.line(f"rt_from = {row_start}")
+            around.enter_context(out.block(f"while rt_from < {row_stop}:"))
+            out.line(f"rt_stop = {start} + min(rt_trip, rt_cap) * {step}")
+            out.line(f"rt_resume = {row_stop}")
+            _stack_room(out, swap, kinds, writer, "min(rt_trip, rt_cap)")
+        strips(row_start, row_stop, tv)
+        if swap.unbounded:  # a strip that ran out of room runs again, from its start, with twice
+            with out.block(f"if rt_resume < {row_stop}:"):
+                out.line("rt_cap *= 2")
+            out.line("rt_from = rt_resume")
 
 
 def _stack_room(out: SourceBuilder, swap: SwappedAdjoint, kinds: list[str], writer,
@@ -450,47 +452,47 @@ def interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder
     for line in setup:
         out.line(line)
     before = assigned(swap.pre)
-    rows = _rows(variant, out)
-    start, stop, tv = rows.__enter__()
-    at = f"uint64({tv} - rt_strip)"
-    with out.block(f"for rt_strip in range({start}, {stop}, {STRIP}):"):
-        out.line(f"rt_strip_end = min(rt_strip + {STRIP}, {stop})")
-        with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
-            saves = [f"rt_carry_{v}[{at}] = {v if v in before else writer.zero(t)}"
-                     for v, t in swap.carried.items()]
-            thread_body(kernel, variant, out, prologue + phases[0].lines + saves)
-        out.line(f"rt_start, rt_stop, rt_step = {', '.join(bounds)}")
-        changed = assigned(swap.loop.body)
-
-        def iteration(wide: bool) -> None:
-            out.line(f"{swap.loop.var} = int32(rt_it)")
-            widened = set(swap.widened) if wide else set()
-            loads = [f"{_wide_name(v, v in widened)} = {_carry(v, v in widened)}[{at}]"
-                     for v in swap.carried]
-            saves = [f"{_carry(v, v in widened)}[{at}] = {_wide_name(v, v in widened)}"
-                     for v in swap.carried if v in changed]
-            body = lines = phases[3 if wide else 1].lines
-            if swap.exits:
-                # A thread that has left the loop does nothing more in it. Its locals are saved
-                # back as loaded: stores under the guard would be masked, and masked stores of
-                # bools ran the loop 7x slower than plain ones.
-                lines = [f"if not ({' or '.join(swap.exits)}):"] + ["    " + line for line in lines]
+    with _rows(variant, out) as (start, stop, tv):
+        at = f"uint64({tv} - rt_strip)"
+        with out.block(f"for rt_strip in range({start}, {stop}, {STRIP}):"):
+            out.line(f"rt_strip_end = min(rt_strip + {STRIP}, {stop})")
             with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
-                thread_body(kernel, variant, out, prologue + loads + lines + saves)
-            for _, _, lines in writer.loop_lane_flushes:  # the iteration's adds at one index
-                for line in lines:
-                    out.line(line)
-            if swap.exits:
-                _finish_when_few_left(kernel, variant, out, swap, tv, prologue + loads, body,
-                                      saves)
+                saves = [f"rt_carry_{v}[{at}] = {v if v in before else writer.zero(t)}"
+                         for v, t in swap.carried.items()]
+                thread_body(kernel, variant, out, prologue + phases[0].lines + saves)
+            out.line(f"rt_start, rt_stop, rt_step = {', '.join(bounds)}")
+            changed = assigned(swap.loop.body)
 
-        header = "for rt_it in range(rt_start, rt_stop, rt_step):"
-        if swap.widened:
-            _switched(out, swap.widened, header, iteration)
-        else:
-            with out.block(header):
-                iteration(False)
-        with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
-            loads = [f"{v} = rt_carry_{v}[{at}]" for v in swap.carried]
-            thread_body(kernel, variant, out, prologue + loads + phases[2].lines)
-    rows.__exit__(None, None, None)
+            def iteration(wide: bool) -> None:
+                out.line(f"{swap.loop.var} = int32(rt_it)")
+                widened = set(swap.widened) if wide else set()
+                loads = [f"{_wide_name(v, v in widened)} = {_carry(v, v in widened)}[{at}]"
+                         for v in swap.carried]
+                saves = [f"{_carry(v, v in widened)}[{at}] = {_wide_name(v, v in widened)}"
+                         for v in swap.carried if v in changed]
+                body = lines = phases[3 if wide else 1].lines
+                if swap.exits:
+                    # A thread that has left the loop does nothing more in it. Its locals are
+                    # saved back as loaded: stores under the guard would be masked, and masked
+                    # stores of bools ran the loop 7x slower than plain ones.
+                    guard = f"if not ({' or '.join(swap.exits)}):"
+                    lines = [guard] + ["    " + line for line in lines]
+                with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
+                    thread_body(kernel, variant, out, prologue + loads + lines + saves)
+                for _, _, lines in writer.loop_lane_flushes:  # the iteration's adds at one index
+                    for line in lines:
+                        out.line(line)
+                if swap.exits:
+                    _finish_when_few_left(kernel, variant, out, swap, tv, prologue + loads, body,
+                                          saves)
+
+            header = "for rt_it in range(rt_start, rt_stop, rt_step):"
+            if swap.widened:
+                _switched(out, swap.widened, header, iteration)
+            else:
+                with out.block(header):
+                    iteration(False)
+            with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
+                loads = [f"{v} = rt_carry_{v}[{at}]" for v in swap.carried]
+                thread_body(kernel, variant, out, prologue + loads + phases[2].lines)
+
