@@ -475,6 +475,46 @@ def test_gradients_of_values_every_thread_reads_before_the_loop():
                {"y": np.zeros(size)}, {"x": wp.float64, "origin": wp.vec3d, "y": wp.float64})
 
 
+@wp.kernel
+def nested_saves(x: wp.array(dtype=wp.float64), n: int, y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    s = x[i]
+    t = wp.float64(0.0)
+    for k in range(n):
+        if s > 0.3:
+            if s > 0.6:  # saves s and t; its other arm, s only
+                s = s * s
+                t = t + s
+            else:
+                s = s * 0.9
+        else:
+            s = s + 0.25  # saves s: the outer arms move the stacks alike once the inner is padded
+    y[i] = s * t + s
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_nested_branches_that_save_unalike(threading, mode):
+    threading(mode)
+    size = ADJOINT_STRIP + 13
+    x = np.random.default_rng(23).uniform(0.0, 1.2, size)
+    assert _interchanged_adjoint(nested_saves)
+
+    def run():
+        xa = wp.array(x, dtype=wp.float64, requires_grad=True)
+        y = wp.zeros(size, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(nested_saves, size, inputs=[xa, 7], outputs=[y])
+        tape.backward(grads={y: wp.ones(size, dtype=wp.float64)})
+        return xa.grad.numpy(), y.numpy()
+
+    for got, want in zip(run(), debug_reference(run)):
+        np.testing.assert_array_equal(got, want)
+    check_tape(lambda a: wp.launch(nested_saves, 9, inputs=[a["x"], 7], outputs=[a["y"]]),
+               {"x": np.random.default_rng(24).uniform(0.05, 1.2, 9)}, {"y": np.zeros(9)},
+               {"x": wp.float64, "y": wp.float64})
+
+
 @pytest.mark.parametrize("kernel", [branch_saves, local_bounds])
 def test_branch_saves_and_local_bounds_differentiate(kernel):
     size, n = 17, 4

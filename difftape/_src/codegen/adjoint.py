@@ -159,7 +159,7 @@ class AdjointWriter(ForwardWriter):
         body = self.nested(s.body, out.level + 1)
         for arm, pad in zip((body, orelse), self.aux[id(s)].get("pads", ())):
             # the slots the replay's arm skipped (``arm_pads``), before its own pops
-            arm.lines[:0] = [f"{'    ' * arm.level}{kind}top -= {n}" for kind, n in pad.items()]
+            arm.lines[:0] = [f"{'    ' * arm.level}{top} -= {n}" for top, n in pad.items()]
         in_loop = self.analysis.is_in_loop(s)
         if not body.lines and not orelse.lines and not in_loop:
             return

@@ -23,7 +23,7 @@ from .activity import (SCATTER, UNIFORM, Analysis, classify_index, plain_add, pl
                        thread_invariant)
 from .emitter import SourceBuilder, cast
 from .expressions import MAX_LANE_BYTES, WIDE_PREFIX, ExprCoder
-from .interchange import ADJOINT_STRIP
+from .interchange import ADJOINT_STRIP, parse_phase, stack_moves
 from .strips import STRIP
 
 # Values the integer stack holds exactly as int32 (half the memory traffic of int64, and twice
@@ -317,16 +317,16 @@ class ForwardWriter(ExprCoder):
         out.line(f"{cond} = {self.code(s.cond)}")
         arms = []
         for stmts in (s.body, s.orelse):
-            before = dict(self.push_sites)
             arm = SourceBuilder(out.level + 1)
             self.write(stmts, arm, True)
-            arms.append((arm, {k: self.push_sites[k] - before[k] for k in before}))
-        if self.swap_loop is not None:
-            self.aux[id(s)]["pads"] = pads = self.arm_pads([pushed for _, pushed in arms])
-            for (arm, _), pad in zip(arms, pads):
-                for kind, n in pad.items():
-                    arm.line(f"{kind}top += {n}")
-        for header, (arm, _) in zip((f"if {cond}:", "else:"), arms):
+            arms.append(arm)
+        moves = [stack_moves(parse_phase(arm.lines)) for arm in arms]
+        if self.swap_loop is not None and None not in moves:
+            self.aux[id(s)]["pads"] = pads = self.arm_pads(moves)
+            for arm, pad in zip(arms, pads):
+                for top, n in pad.items():
+                    arm.line(f"{top} += {n}")
+        for header, arm in zip((f"if {cond}:", "else:"), arms):
             if header == "else:" and not arm.lines:
                 break
             with out.block(header):
@@ -335,14 +335,15 @@ class ForwardWriter(ExprCoder):
             self.push(cond, dtypes.bool_, out)
 
     @staticmethod
-    def arm_pads(pushed: list[dict[str, int]]) -> list[dict[str, int]]:
+    def arm_pads(moves: list[dict[str, int]]) -> list[dict[str, int]]:
         """The slots each arm of a branch skips on each stack so that both arms move its top
-        alike, from the values they push: an interchanged adjoint's threads share the tops
-        (``interchange.stack_moves``), and a thread whose arm pushes less leaves slots unused.
-        A branch whose arms run loops that push is still refused there."""
-        most = {kind: max(arm[kind] for arm in pushed) for kind in pushed[0]}
-        return [{kind: most[kind] - arm[kind] for kind in arm if most[kind] > arm[kind]}
-                for arm in pushed]
+        alike, from how far they move it (``interchange.stack_moves``: branches inside are
+        padded already): an interchanged adjoint's threads share the tops, and a thread whose
+        arm pushes less leaves slots unused. Arms that run loops that push are not padded
+        (and the adjoint is then not interchanged)."""
+        most = {top: max(arm[top] for arm in moves) for top in moves[0]}
+        return [{top: most[top] - arm[top] for top in arm if most[top] > arm[top]}
+                for arm in moves]
 
     def counter_next(self) -> int:
         self.counter += 1
