@@ -245,6 +245,48 @@ def test_gradients_match_the_plain_loop(threading, mode, size, pattern):
     assert np.all(np.isfinite(got)) and np.any(got != 0.0)
 
 
+@wp.kernel
+def weighted_march(x: wp.array(dtype=wp.float64), w: wp.array(dtype=wp.float64),
+                   stop: wp.array(dtype=int), n: int, y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    s = x[i]
+    for k in range(n):
+        s = s * wp.float64(0.9) + w[k] * x[i]  # w[k]'s gradient: summed per iteration
+        if k >= stop[i]:
+            break
+    y[i] = s * s
+
+
+@pytest.mark.parametrize("size", [ADJOINT_STRIP - 20, 2 * ADJOINT_STRIP + 9])
+@pytest.mark.parametrize("pattern", ["mixed", "one runs long", "few left"])
+def test_coefficients_the_loop_picks(threading, size, pattern):
+    """Adds at ``w[k]`` from the threads of a strip go to a lane array summed after each
+    iteration's reverse (``ForwardWriter.loop_lane``); threads that left the loop add nothing
+    to it, and a thread reversing its last iterations on its own sums after each of them."""
+    threading("serial")
+    n = 24
+    rng = np.random.default_rng(size)
+    stops = wp.array(_stops(pattern, size, n, rng, ADJOINT_STRIP).astype(np.int32), dtype=int)
+    x0, w0 = rng.uniform(-1.0, 1.0, size), rng.uniform(-0.5, 0.5, n)
+    assert "rt_lane_flush(" in _adjoint(weighted_march)
+    assert "rt_carry_rt_ran" in _adjoint(weighted_march)
+
+    def run():
+        x = wp.array(x0, dtype=wp.float64, requires_grad=True)
+        w = wp.array(w0, dtype=wp.float64, requires_grad=True)
+        y = wp.zeros(size, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(weighted_march, size, inputs=[x, w, stops, n], outputs=[y])
+        tape.backward(grads={y: wp.ones(size, dtype=wp.float64)})
+        return x.grad.numpy(), w.grad.numpy()
+
+    (gx, gw), (gx_ref, gw_ref) = run(), debug_reference(run)
+    np.testing.assert_array_equal(gx, gx_ref)
+    np.testing.assert_allclose(gw, gw_ref, rtol=1e-12, atol=1e-12)
+    assert np.any(gw[n // 2:] != 0.0)  # late iterations: run by the long threads only
+
+
 def test_sphere_tracing_gradients():
     """Depths' gradients with respect to the rays' directions, where rays that converge in a
     few steps share strips with rays that miss and take every step: the plain loop's bit for

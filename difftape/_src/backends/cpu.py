@@ -310,8 +310,9 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
     alone = []  # the loop's replay and reverse for a thread running on its own
     if swap.exits:
         alone = [phases[1] + [f"{RAN} += int32(1)"], phases[3]]
-        if writer.loop_lane_flushes or any(moves[2].values()):
-            return None  # per-iteration lane sums assume every thread runs every iteration
+        if any(moves[2].values()):
+            return None  # the reverse sets the tops from the iterations: the code after the
+            # loop must leave them where it found them
         phases = [phases[0] + [f"{RAN} = int32(0)"],
                   _guarded(f"not ({' or '.join(swap.exits)})", phases[1], f"{RAN} += int32(1)"),
                   phases[2], _guarded(f"{parts['reverse_counter']} < {RAN}", phases[3]),

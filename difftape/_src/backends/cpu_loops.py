@@ -252,7 +252,9 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
                                 out.line(line)
 
             if swap.exits:
-                _reverse_with_exits(out, swap, kinds, threads)
+                _reverse_with_exits(out, swap, kinds, threads,
+                                    [line for _, _, lines in writer.loop_lane_flushes
+                                     for line in lines])
             elif swap.widened:  # the strip's reverse runs widened where its replay ended widened
                 with out.block("if rt_wide:"):
                     reverse(True)
@@ -343,21 +345,27 @@ def _replay_with_exits(out: SourceBuilder, swap: SwappedAdjoint, kinds: list[str
 
 
 def _reverse_with_exits(out: SourceBuilder, swap: SwappedAdjoint, kinds: list[str],
-                        threads) -> None:
+                        threads, flushes: list[str]) -> None:
     """The reverse of an interchanged loop with exits: the iterations that threads ran on their
     own (``_replay_with_exits``), each such thread on its own from its last iteration, then the
-    strip's iterations from the last down, each reversed by the threads that ran it."""
+    strip's iterations from the last down, each reversed by the threads that ran it. After each
+    iteration, ``flushes`` sum its adds at an index the loop's variable picks (lanes of threads
+    that did not run it hold zeros), also after each of a lone thread's."""
     counter = swap.parts["reverse_counter"]
     tops = [f"    {kind}top = rt_{kind}base + {RAN} * {swap.moves[1][f'{kind}top']}"
             for kind in kinds]
     with out.block("if rt_most > rt_vec:"):
         threads(3, lines=[f"if {RAN} > rt_vec:", *tops,
                           f"    for {counter} in range({RAN} - 1, rt_vec - 1, -1):",
-                          *("        " + line for line in swap.alone[1])])
+                          *("        " + line for line in swap.alone[1] + flushes)])
     for kind in kinds:
         out.line(f"rt_{kind}top = rt_{kind}base + rt_vec * {swap.moves[1][f'{kind}top']}")
     with out.block(f"for {counter} in range(rt_vec - 1, -1, -1):"):
         threads(3)
+        if flushes:
+            out.line(swap.parts["reverse"][0])  # the loop variable, which the indices read
+            for line in flushes:
+                out.line(line)
 
 
 def widening_setup(widened: tuple[str, ...], width: int) -> list[str]:
