@@ -96,12 +96,14 @@ def newton(a: wp.array(dtype=wp.float64), tol: wp.float64, y: wp.array(dtype=wp.
 
 
 @wp.kernel
-def counts_atomically(x: wp.array(dtype=wp.float64), n: int, hist: wp.array(dtype=wp.float64)):
+def counts_atomically(x: wp.array(dtype=wp.float64), n: int, hist: wp.array(dtype=wp.float64),
+                      total: wp.array(dtype=wp.float64)):
     i = wp.tid()
     for k in range(n):
         if x[i] * wp.float64(k) > 2.0:
             break
-        wp.atomic_add(hist, k, 1.0)  # per-iteration lane sums assume every thread runs
+        wp.atomic_add(hist, k, 1.0)  # lanes summed after each iteration, a lone thread's too
+        wp.atomic_add(total, 0, x[i])  # one element for every thread
 
 
 @wp.kernel
@@ -142,9 +144,32 @@ def test_which_loops_with_break_are_interchanged():
         assert "rt_carry_rt_ran" in source and "while rt_from < hi:" in source, kernel.key
         assert re.search(r"for it_\d+ in range\(start_\d+, rt_stop, step_\d+\):", source)
         assert "if rt_resume < hi:\n" in source and "rt_cap *= 2" in source
-    for kernel in (counts_atomically, returns_inside):
-        assert "rt_carry_" not in _forward(kernel), kernel.key
-        assert "rt_carry_" not in _adjoint(kernel), kernel.key
+    assert "rt_carry_" in _forward(counts_atomically)
+    assert "rt_carry_" not in _forward(returns_inside)
+    assert "rt_carry_" not in _adjoint(returns_inside)
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+@pytest.mark.parametrize("pattern", ["mixed", "one runs long", "few left"])
+def test_atomic_adds_in_a_loop_with_break(threading, mode, pattern):
+    """Counts per iteration: every thread's iterations counted once, whether it ran them with
+    its strip or on its own (the counts are whole numbers: exact in any order)."""
+    threading(mode)
+    size, n = 2 * STRIP + 40, 30
+    stops = _stops(pattern, size, n, np.random.default_rng(1))
+    x0 = 2.0 / (stops + 0.5)  # x * k > 2 from k = stop + 1 on
+
+    def run():
+        hist, total = wp.zeros(n, dtype=wp.float64), wp.zeros(1, dtype=wp.float64)
+        wp.launch(counts_atomically, size, inputs=[wp.array(x0, dtype=wp.float64), n],
+                  outputs=[hist, total])
+        return hist.numpy(), total.numpy()
+
+    (hist, total), (hist_ref, total_ref) = run(), debug_reference(run)
+    np.testing.assert_array_equal(hist, hist_ref)
+    np.testing.assert_allclose(total, total_ref, rtol=1e-12)
+    ran = np.minimum(np.floor(2.0 / x0 - 1e-9).astype(int) + 1, n)  # iterations before the break
+    np.testing.assert_array_equal(hist, [(ran > k).sum() for k in range(n)])
 
 
 def _assert_like_the_plain_loop(kernel, size: int, inputs: list) -> None:

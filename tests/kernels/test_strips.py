@@ -146,9 +146,9 @@ def _strip_mined(kernel, rank: int, adjoint: bool) -> str | None:
     """The deferred part of the generated function (its flush loops), or None."""
     source = _source(kernel, rank)
     part = source.split(f"def {kernel.key.split('.')[-1]}_adjoint")[1 if adjoint else 0]
-    if "for rt_strip in range(" not in part:
-        return None
     starts = [part.find(marker) for marker in ("for rt_s in range(", "rt_ahead = ")]
+    if "for rt_strip in range(" not in part or max(starts) < 0:  # (interchanged: no flushes)
+        return None
     return part[min(k for k in starts if k >= 0):]
 
 

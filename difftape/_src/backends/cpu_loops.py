@@ -427,7 +427,7 @@ FEW_LEFT = 16
 
 def _finish_when_few_left(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder,
                           swap: Interchange, tv: str, entry: list[str], body: list[str],
-                          saves: list[str]) -> None:
+                          saves: list[str], writer) -> None:
     """After an iteration of an interchanged loop with ``break`` (``Interchange.exits``): leave
     the loop once every thread of the strip has left it, and once few still run, run each of
     those threads' remaining iterations on its own, as the plain loop would. A loop of up to
@@ -440,10 +440,11 @@ def _finish_when_few_left(kernel: ir.KernelIR, variant: Variant, out: SourceBuil
         out.line(f"rt_running += int32(not ({stored}))")
     with out.block(f"if rt_running * {FEW_LEFT} <= rt_strip_end - rt_strip:"):
         with out.block("if rt_running > 0:"):
+            flushes = [line for _, _, lines in writer.loop_lane_flushes for line in lines]
             rest = [f"if not ({left}):",
                     "    for rt_rest in range(rt_it + rt_step, rt_stop, rt_step):",
                     f"        {swap.loop.var} = int32(rt_rest)",
-                    *("        " + line for line in body),
+                    *("        " + line for line in body + flushes),  # the iteration's lane sums
                     f"        if {left}: break"]
             with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
                 thread_body(kernel, variant, out, entry + rest + saves)
@@ -492,7 +493,7 @@ def interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder
                         out.line(line)
                 if swap.exits:
                     _finish_when_few_left(kernel, variant, out, swap, tv, prologue + loads, body,
-                                          saves)
+                                          saves, writer)
 
             header = "for rt_it in range(rt_start, rt_stop, rt_step):"
             if swap.widened:
