@@ -154,7 +154,9 @@ def test_which_adjoints_are_interchanged():
     assert _interchanged_adjoint(branch_saves)
     assert "    else:\n                    ftop += 1\n" in source
     assert "    else:\n                    ftop -= 1\n" in source
-    assert not _interchanged_adjoint(local_bounds)
+    # bounds read from a local written from a parameter: the stacks' room from the parameter
+    assert _interchanged_adjoint(local_bounds)
+    assert "start_2, stop_2, step_2 = i32_0, int32(n * i32_2), i32_1" in local_bounds.source()
     assert _interchanged_adjoint(damped_roots)  # sqrt, abs and min are instructions
     source = horner.source().split("_adjoint(")[1]
     assert f"fstack[uint64(ftop * {ADJOINT_STRIP} + rt_lane)] = p; ftop += 1" in source
@@ -513,6 +515,25 @@ def test_nested_branches_that_save_unalike(threading, mode):
     check_tape(lambda a: wp.launch(nested_saves, 9, inputs=[a["x"], 7], outputs=[a["y"]]),
                {"x": np.random.default_rng(24).uniform(0.05, 1.2, 9)}, {"y": np.zeros(9)},
                {"x": wp.float64, "y": wp.float64})
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_bounds_read_from_a_local(threading, mode):
+    threading(mode)
+    size = ADJOINT_STRIP + 3
+    x = np.random.default_rng(29).uniform(-0.9, 0.9, size)
+
+    def run():
+        xa = wp.array(x, dtype=wp.float64, requires_grad=True)
+        y = wp.zeros(size, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(local_bounds, size, inputs=[xa, 4], outputs=[y])
+        tape.backward(grads={y: wp.ones(size, dtype=wp.float64)})
+        return xa.grad.numpy(), y.numpy()
+
+    for got, want in zip(run(), debug_reference(run)):
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("kernel", [branch_saves, local_bounds])

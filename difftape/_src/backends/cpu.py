@@ -274,8 +274,18 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
     if unbounded:  # the adjoint differentiates the stand-in: the same values, step by step
         body = swap.pre + [swap.loop] + swap.post
         analysis = analyze(body, kernel)
-    if swap.loop.var in analysis.restored or _reads_locals(kernel, swap.loop):
+    if swap.loop.var in analysis.restored:
         return None
+    if _reads_locals(kernel, swap.loop):
+        # The stacks get their room before the strips: the bounds are written from the
+        # parameters, shapes and constants that the locals they read are computed from.
+        defs = definitions(body, analysis.single_assigned)
+        loop = dataclasses.replace(swap.loop, **{
+            key: _inlined(getattr(swap.loop, key), defs) for key in ("start", "stop", "step")})
+        if _reads_locals(kernel, loop):
+            return None
+        body = [loop if s is swap.loop else s for s in body]
+        swap = dataclasses.replace(swap, loop=loop)
 
     def write():
         writer = _writer(kernel, body, analysis, variant, adjoint=True)
@@ -417,6 +427,17 @@ def _reads_locals(kernel: ir.KernelIR, loop: ir.For) -> bool:
     """Whether the loop's bounds read a local (then they are known only inside the strips)."""
     return any(isinstance(e, ir.Var) and e.name in kernel.locals
                for root in (loop.start, loop.stop, loop.step) for e in ir.walk_expr(root))
+
+
+def _inlined(e: ir.Expr, defs: dict[str, ir.Expr]) -> ir.Expr:
+    """``e`` with each local assigned once (``defs``) replaced by the expression it holds."""
+    if isinstance(e, ir.Var) and e.name in defs:
+        return _inlined(defs[e.name], defs)
+    if isinstance(e, ir.Cast):
+        return dataclasses.replace(e, value=_inlined(e.value, defs))
+    if isinstance(e, ir.Call):
+        return dataclasses.replace(e, args=tuple(_inlined(a, defs) for a in e.args))
+    return e
 
 
 def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint: bool):

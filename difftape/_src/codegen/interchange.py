@@ -43,9 +43,10 @@ slots (``ForwardWriter.arm_pads``), a loop outside the interchanged one that sav
 adjoint plain (``stack_moves``). With
 ``break``, a thread's k-th iteration saves at the tops as they stood before iteration k, and it
 counts the iterations it ran (``backends/cpu_loops.py``: ``_replay_with_exits``), by which the
-reverse knows which iterations are its own. Bounds read from a local keep the adjoint plain
-(the stacks get their room before the strips: growing them inside kept LLVM from vectorizing
-the reverse loop), and so, on AMD's Zen cores, do loops that call a compiled builtin
+reverse knows which iterations are its own. The stacks get their room before the strips
+(growing them inside kept LLVM from vectorizing the reverse loop), so bounds read from locals
+are written from the parameters, shapes and constants those hold (``cpu._inlined``). On AMD's
+Zen cores, loops that call a compiled builtin keep the plain adjoint
 (``backends/cpu.py``: ``_calls_builtins``; ``backends/cpu_target.py``). The locals it carries
 include the writer's own (replay temporaries, branch conditions, adjoint accumulators other
 than those every phase leaves zero: ``left_zero``), so ``phase_flow`` reads them off the
