@@ -146,6 +146,18 @@ def _interchanged_adjoint(kernel) -> bool:
     return "rt_carry_" in kernel.source().split("_adjoint(")[1]
 
 
+def _gradient_and_values(kernel, x: np.ndarray, inputs: list, dtype=wp.float64) -> tuple:
+    """``x``'s gradient through ``kernel(x, *inputs) -> y`` with ``y`` seeded with ones, and
+    ``y``."""
+    xa = wp.array(x, dtype=dtype, requires_grad=True)
+    y = wp.zeros(x.size, dtype=dtype, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(kernel, x.size, inputs=[xa, *inputs], outputs=[y])
+    tape.backward(grads={y: wp.ones(x.size, dtype=dtype)})
+    return xa.grad.numpy(), y.numpy()
+
+
 def test_which_adjoints_are_interchanged():
     assert _interchanged_adjoint(horner) and _interchanged_adjoint(counted)
     assert _interchanged_adjoint(shared_scale) and "priv_" in shared_scale.source()
@@ -337,13 +349,7 @@ def test_instruction_builtins_in_the_loop(threading, mode):
     x[:4] = (0.25, 0.2, -0.25, 0.0)
 
     def run():
-        xa = wp.array(x, dtype=wp.float32, requires_grad=True)
-        y = wp.zeros(size, dtype=wp.float32, requires_grad=True)
-        tape = wp.Tape()
-        with tape:
-            wp.launch(damped_roots, size, inputs=[xa, 24], outputs=[y])
-        tape.backward(grads={y: wp.ones(size, dtype=wp.float32)})
-        return xa.grad.numpy(), y.numpy()
+        return _gradient_and_values(damped_roots, x, [24], wp.float32)
 
     for got, want in zip(run(), debug_reference(run)):
         np.testing.assert_array_equal(got, want)
@@ -431,13 +437,7 @@ def test_arms_that_save_unalike(threading, mode, size):
     x = np.random.default_rng(size).uniform(0.0, 1.0, size)
 
     def run():
-        xa = wp.array(x, dtype=wp.float64, requires_grad=True)
-        y = wp.zeros(size, dtype=wp.float64, requires_grad=True)
-        tape = wp.Tape()
-        with tape:
-            wp.launch(branch_saves, size, inputs=[xa, 6], outputs=[y])
-        tape.backward(grads={y: wp.ones(size, dtype=wp.float64)})
-        return xa.grad.numpy(), y.numpy()
+        return _gradient_and_values(branch_saves, x, [6])
 
     (gx, y), (gx_ref, y_ref) = run(), debug_reference(run)
     np.testing.assert_array_equal(y, y_ref)
@@ -502,13 +502,7 @@ def test_nested_branches_that_save_unalike(threading, mode):
     assert _interchanged_adjoint(nested_saves)
 
     def run():
-        xa = wp.array(x, dtype=wp.float64, requires_grad=True)
-        y = wp.zeros(size, dtype=wp.float64, requires_grad=True)
-        tape = wp.Tape()
-        with tape:
-            wp.launch(nested_saves, size, inputs=[xa, 7], outputs=[y])
-        tape.backward(grads={y: wp.ones(size, dtype=wp.float64)})
-        return xa.grad.numpy(), y.numpy()
+        return _gradient_and_values(nested_saves, x, [7])
 
     for got, want in zip(run(), debug_reference(run)):
         np.testing.assert_array_equal(got, want)
@@ -524,13 +518,7 @@ def test_bounds_read_from_a_local(threading, mode):
     x = np.random.default_rng(29).uniform(-0.9, 0.9, size)
 
     def run():
-        xa = wp.array(x, dtype=wp.float64, requires_grad=True)
-        y = wp.zeros(size, dtype=wp.float64, requires_grad=True)
-        tape = wp.Tape()
-        with tape:
-            wp.launch(local_bounds, size, inputs=[xa, 4], outputs=[y])
-        tape.backward(grads={y: wp.ones(size, dtype=wp.float64)})
-        return xa.grad.numpy(), y.numpy()
+        return _gradient_and_values(local_bounds, x, [4])
 
     for got, want in zip(run(), debug_reference(run)):
         np.testing.assert_array_equal(got, want)
