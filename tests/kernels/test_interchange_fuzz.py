@@ -3,8 +3,8 @@ plain per-thread code of debug mode: values and each thread's gradients bit for 
 gradients of values every thread reads up to summation order.
 
 Each kernel's loop body is drawn from statements that exercise what the interchange has to
-follow: carried locals, branches whose arms save unalike (nested too), ``break`` and
-``continue``, a ``while`` loop, builtins of a few instructions and compiled ones, coefficients
+follow: carried locals, branches whose arms save unalike (nested too), ``break``,
+``continue`` and ``return``, a ``while`` loop, builtins of a few instructions and compiled ones, coefficients
 the loop's variable picks, a value every thread reads before the loop, and one- and
 two-dimensional launches. The kernels are written to a file and imported (kernels are parsed
 from their source)."""
@@ -33,6 +33,7 @@ STATEMENTS = [
     "if b > wp.float64(2.5):\n    continue",
     "t = s * a\ns = s + t * wp.float64(0.1)",
     "s = wp.min(s, wp.float64(4.0)) + wp.exp(-b)",
+    "if s > wp.float64(3.5):\n    y[i] = s * b\n    return",
 ]
 
 HEADER = """import difftape as wp

@@ -145,8 +145,35 @@ def test_which_loops_with_break_are_interchanged():
         assert re.search(r"for it_\d+ in range\(start_\d+, rt_stop, step_\d+\):", source)
         assert "if rt_resume < hi:\n" in source and "rt_cap *= 2" in source
     assert "rt_carry_" in _forward(counts_atomically)
-    assert "rt_carry_" not in _forward(returns_inside)
-    assert "rt_carry_" not in _adjoint(returns_inside)
+    # a return ends the thread's loop like a break, and the code after the loop is under the
+    # return's flag already (``codegen/structure.py``)
+    assert "rt_carry_flag_ret0" in _forward(returns_inside)
+    assert "rt_carry_flag_ret0" in _adjoint(returns_inside)
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+@pytest.mark.parametrize("size", [3, ADJOINT_STRIP + 7, 2 * STRIP + 30])
+def test_returns_inside_the_loop(threading, mode, size):
+    threading(mode)
+    x0 = np.random.default_rng(size).uniform(0.0, 0.6, size)
+    x0[::7] = 0.01  # never return: the code after the loop runs
+
+    def run():
+        x = wp.array(x0, dtype=wp.float64, requires_grad=True)
+        y = wp.zeros(size, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(returns_inside, size, inputs=[x, 12], outputs=[y])
+        tape.backward(grads={y: wp.ones(size, dtype=wp.float64)})
+        return y.numpy(), x.grad.numpy()
+
+    (y, g), (y_ref, g_ref) = run(), debug_reference(run)
+    np.testing.assert_array_equal(y, y_ref)
+    np.testing.assert_array_equal(g, g_ref)
+    steps = np.minimum(np.floor(2.0 / x0) + 1, 12)  # s = k x after k steps; returns once s > 2
+    returned = x0 * steps > 2.0
+    np.testing.assert_allclose(y, np.where(returned, x0 * steps, -12 * x0), rtol=1e-12)
+    np.testing.assert_allclose(g, np.where(returned, steps, -12.0), rtol=1e-12)
 
 
 @pytest.mark.parametrize("mode", ["serial", "auto"])

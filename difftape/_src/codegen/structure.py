@@ -22,6 +22,12 @@ def break_flag(loop_id: int) -> str:
     return _flag("brk", loop_id)
 
 
+def kernel_return_flag() -> str:
+    """The flag a ``return`` in the kernel's own body sets (an inlined function's returns set
+    flags of their own, cleared where the function's code ends)."""
+    return _flag("ret", 0)
+
+
 class _Structurer:
     def __init__(self, locals_: dict[str, type]):
         self.locals = locals_
@@ -111,7 +117,7 @@ def structure(kernel: ir.KernelIR) -> list[ir.Stmt]:
     """The kernel body with every exit lowered to flags; new flags are added to ``kernel.locals``."""
     worker = _Structurer(kernel.locals)
     body, flags = worker.block(kernel.body)
-    own = _flag("ret", 0)
+    own = kernel_return_flag()
     if own in flags:
         body = [worker.set_flag(own, False, body[0] if body else ir.Stmt())] + body
     return body
