@@ -4,7 +4,7 @@ gradients of values every thread reads up to summation order.
 
 Each kernel's loop body is drawn from statements that exercise what the interchange has to
 follow: carried locals, branches whose arms save unalike (nested too), ``break``,
-``continue`` and ``return``, a ``while`` loop, builtins of a few instructions and compiled ones, coefficients
+``continue`` and ``return``, a ``return`` before the loop, a ``while`` loop, builtins of a few instructions and compiled ones, coefficients
 the loop's variable picks, a value every thread reads before the loop, and one- and
 two-dimensional launches. The kernels are written to a file and imported (kernels are parsed
 from their source)."""
@@ -61,6 +61,8 @@ def _kernel_source(name: str, rng: random.Random, two_d: bool, width: int) -> st
         head = ["for k in range(n):"]
     lines = head + ["    " + line for stmt in body for line in stmt.split("\n")]
     tid = (f"r, q = wp.tid()\n    i = r * {width} + q" if two_d else "i = wp.tid()")
+    if rng.random() < 0.3:  # an early return: the rest of the body under its flag
+        tid += "\n    if i % 5 == 3:\n        return"
     return KERNEL.format(name=name, tid=tid, loop="\n".join("    " + line for line in lines))
 
 

@@ -151,6 +151,48 @@ def test_which_loops_with_break_are_interchanged():
     assert "rt_carry_flag_ret0" in _adjoint(returns_inside)
 
 
+@wp.kernel
+def guarded_sum(x: wp.array(dtype=wp.float64), n: int, m: int, y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    if i >= n:  # threads past the data: the usual early return
+        return
+    p = x[i]
+    s = wp.float64(0.0)
+    for k in range(m):
+        s = s + p
+        p = p * wp.float64(0.9)
+    y[i] = s
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+@pytest.mark.parametrize("n", [0, 5, ADJOINT_STRIP + 3, 2 * STRIP + 30])
+def test_a_return_before_the_loop(threading, mode, n):
+    """The early return's flag is one more exit of the interchanged loop (threads that returned
+    skip it, and the code before and after it): values and gradients are the plain code's."""
+    threading(mode)
+    size, m = 2 * STRIP + 30, 9
+    assert "rt_carry_flag_ret0" in _forward(guarded_sum)
+    assert "rt_carry_flag_ret0" in _adjoint(guarded_sum)
+    x0 = np.random.default_rng(n).uniform(-1.0, 1.0, size)
+
+    def run():
+        x = wp.array(x0, dtype=wp.float64, requires_grad=True)
+        y = wp.full(size, -1.0, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(guarded_sum, size, inputs=[x, n, m], outputs=[y])
+        tape.backward(grads={y: wp.ones(size, dtype=wp.float64)})
+        return y.numpy(), x.grad.numpy()
+
+    (y, g), (y_ref, g_ref) = run(), debug_reference(run)
+    np.testing.assert_array_equal(y, y_ref)
+    np.testing.assert_array_equal(g, g_ref)
+    ran = np.arange(size) < n
+    factor = (1.0 - 0.9 ** m) / 0.1
+    np.testing.assert_allclose(y, np.where(ran, x0 * factor, -1.0), rtol=1e-12)
+    np.testing.assert_allclose(g, np.where(ran, factor, 0.0), rtol=1e-12)
+
+
 @pytest.mark.parametrize("mode", ["serial", "auto"])
 @pytest.mark.parametrize("size", [3, ADJOINT_STRIP + 7, 2 * STRIP + 30])
 def test_returns_inside_the_loop(threading, mode, size):

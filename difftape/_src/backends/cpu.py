@@ -270,8 +270,10 @@ def _write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: 
                                 analysis, variant: Variant):
     """The writer and the phases of an interchanged adjoint, or None where the stacks would
     move differently in different threads, or a local it would carry is not a plain scalar."""
-    unbounded = not any(s is swap.loop for s in body)  # a while loop's stand-in (``_as_for``)
-    if unbounded:  # the adjoint differentiates the stand-in: the same values, step by step
+    unbounded = swap.unbounded  # a while loop's stand-in (``interchange._as_for``)
+    if not any(s is swap.loop for s in body):
+        # The adjoint differentiates the plan's body: a while loop's stand-in, an early
+        # return's flag as the loop's exit (the same values, step by step).
         body = swap.pre + [swap.loop] + swap.post
         analysis = analyze(body, kernel)
     if swap.loop.var in analysis.restored:

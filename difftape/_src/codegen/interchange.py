@@ -14,9 +14,11 @@ Every thread computes exactly what it computed before; only the order in which t
 interleave changes. Warp's threads are unordered, so that is unobservable unless threads share
 memory, which is excluded: no array the kernel writes may be read by it. The loop qualifies when
 
-- it is a ``for`` at the top level of the body (under no branch), not reversed, and without
-  loops inside (the loop over the strip's threads would then not vectorize, and the strip
-  arrays only cost: 15% slower measured);
+- it is a ``for`` at the top level of the body (under no branch but an early return's:
+  ``if i >= n: return`` before it puts the rest of the body under the return's flag, which
+  becomes one more exit of the loop, threads that returned skipping it and the code around it:
+  ``_returned_early``), not reversed, and without loops inside (the loop over the strip's
+  threads would then not vectorize, and the strip arrays only cost: 15% slower measured);
 - a ``break`` in it ends it for its thread alone (and so does a ``return``, whose flag the
   code after the loop is under already: ``structure.kernel_return_flag``): the flag it sets is
   carried, a thread whose flag is set skips the rest of the iterations, and the strip leaves
@@ -58,6 +60,7 @@ dynamic-loop backward went from 310 to 73 ms on one core.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import textwrap
 from dataclasses import dataclass
 
@@ -98,6 +101,7 @@ class Interchange:
     carried: dict[str, type]  # local → type, kept in a strip array between phases/iterations
     widened: tuple[str, ...] = ()  # carried float32 products, see ``widened``
     exits: tuple[str, ...] = ()  # the loop's break flags: a thread whose flag is set is done
+    unbounded: bool = False  # a while loop's stand-in (``_as_for``)
 
 
 def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int,
@@ -106,16 +110,22 @@ def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int,
     of the innermost, run in strips), or None."""
     if not (kernel.tid_flat or kernel.tid_vars):
         return None
-    at = next((k for k, s in enumerate(body) if isinstance(s, ir.For)), None)
-    if at is not None:
-        loop, pre = body[at], body[:at]
+    head, rest, guard = _returned_early(body)
+    at = next((k for k, s in enumerate(rest) if isinstance(s, ir.For)), None)
+    unbounded = at is None
+    if not unbounded:
+        loop, pre = rest[at], rest[:at]
     else:
-        at = next((k for k, s in enumerate(body) if isinstance(s, ir.While)), None)
+        at = next((k for k, s in enumerate(rest) if isinstance(s, ir.While)), None)
         if at is None:
             return None
-        flag_init, loop = _as_for(kernel, body[at])
-        pre = body[:at] + flag_init
-    post = body[at + 1:]
+        flag_init, loop = _as_for(kernel, rest[at])
+        pre = rest[:at] + flag_init
+    post = rest[at + 1:]
+    if guard is not None:  # threads that returned skip the code before, in and after the loop
+        pre = head + _under(guard, pre)
+        post = _under(guard, post)
+        loop = dataclasses.replace(loop, exit_flags=tuple(sorted({*loop.exit_flags, guard})))
     if loop.reverse or _shares_memory(body) or _has_opaque(body):
         return None
     if not set(loop.exit_flags) <= {break_flag(loop.loop_id), kernel_return_flag()}:
@@ -147,7 +157,35 @@ def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int,
     wide = widened(loop, carried) if not loop.exit_flags else ()
     if size + 8 * STRIP * len(wide) > MAX_BUFFER_BYTES:
         wide = ()
-    return Interchange(pre, loop, post, carried, wide, loop.exit_flags)
+    return Interchange(pre, loop, post, carried, wide, loop.exit_flags, unbounded)
+
+
+def _returned_early(body: list[ir.Stmt]) -> tuple[list[ir.Stmt], list[ir.Stmt], str | None]:
+    """``body`` as the code before an early ``return`` (``if i >= n: return``), the code after
+    it, and the return's flag, where the structuring pass put all of the body after the return
+    under ``if not flag`` (``codegen/structure.py``); else ``([], body, None)``."""
+    flag = kernel_return_flag()
+    if not body or not isinstance(body[-1], ir.If) or body[-1].orelse:
+        return [], body, None
+    cond = body[-1].cond
+    if not (isinstance(cond, ir.Call) and cond.builtin.key == "logical_not"
+            and isinstance(cond.args[0], ir.Var) and cond.args[0].name == flag):
+        return [], body, None
+    head = body[:-1]
+    if any(isinstance(s, (ir.For, ir.While)) for s in ir.walk_stmts(head)):
+        return [], body, None
+    return head, body[-1].body, flag
+
+
+def _under(flag: str, stmts: list[ir.Stmt]) -> list[ir.Stmt]:
+    """``stmts`` under ``if not flag`` (nothing where there are none)."""
+    if not stmts:
+        return []
+    not_ = registry.lookup("logical_not")[0]
+    first = stmts[0]
+    return [ir.If(line=first.line, text=first.text, file=first.file,
+                  cond=ir.Call(dtypes.bool_, not_, (ir.Var(dtypes.bool_, flag),)),
+                  body=stmts, orelse=[])]
 
 
 def _as_for(kernel: ir.KernelIR, loop: ir.While) -> tuple[list[ir.Stmt], ir.For]:
