@@ -100,7 +100,7 @@ class Interchange:
     post: list[ir.Stmt]
     carried: dict[str, type]  # local → type, kept in a strip array between phases/iterations
     widened: tuple[str, ...] = ()  # carried float32 products, see ``widened``
-    exits: tuple[str, ...] = ()  # the loop's break flags: a thread whose flag is set is done
+    exits: tuple[str, ...] = ()  # break and return flags: a thread whose flag is set is done
     unbounded: bool = False  # a while loop's stand-in (``_as_for``)
 
 
