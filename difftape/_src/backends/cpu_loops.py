@@ -197,25 +197,21 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
         """Every thread of the strip runs ``phase`` (or ``lines`` in its place, which leave
         the strip's tops as they are)."""
         widened = set(swap.widened) if wide and phase == 1 else set()  # the replay's locals
+        moves = {} if lines is not None else swap.moves[phase]
+        if lines is None:
+            lines = ({1: swap.wide_replay, 3: swap.wide_reverse}[phase] if wide
+                     else swap.phases[phase])
         with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
             loads = [f"{_wide_name(v, v in widened)} = {_carry(v, v in widened)}[{at}]"
                      for v in swap.loads[phase]]
             saves = [f"{_carry(v, v in widened)}[{at}] = {_wide_name(value, v in widened)}"
                      for v, value in swap.saves[phase]]
-            if lines is None:
-                lines = ({1: swap.wide_replay, 3: swap.wide_reverse}[phase] if wide
-                         else swap.phases[phase])
-                for kind in kinds:
-                    moves = swap.moves[phase][f"{kind}top"]
-                    if moves:
-                        after.append(f"rt_{kind}top {'+' if moves > 0 else '-'}= {abs(moves)}")
             thread_body(kernel, variant, out, [f"rt_lane = {tv} - rt_strip"] + prologue + loads
                          + lines + saves)
-        for line in after:
-            out.line(line)
-        after.clear()
-
-    after: list[str] = []
+        for kind in kinds:
+            n = moves.get(f"{kind}top", 0)
+            if n:
+                out.line(f"rt_{kind}top {'+' if n > 0 else '-'}= {abs(n)}")
 
     # The loop's bounds are the same in every thread and come from no local: the stacks get
     # their room before the strips (``_stack_room``; growing them inside the loop over the

@@ -2,7 +2,7 @@
 it (rather than only how LLVM compiles it).
 
 An interchanged adjoint (``codegen/interchange.py``) of a loop that calls compiled builtins
-(transcendentals, not the few-instruction ones: ``cpu._INSTRUCTION_BUILTINS``) measured slower
+(transcendentals, not the few-instruction ones: ``cpu_interchange._INSTRUCTION_BUILTINS``) measured slower
 than the plain per-thread loop on an AMD EPYC core: a loop of float32 ``sin`` terms, backward 250
 ms plain and 380 interchanged, one core. On an Intel Xeon (LLVM's ``rocketlake``, AVX-512) every
 kind of builtin measured faster interchanged (262k threads, 16 iterations of ``s = s +
@@ -21,7 +21,7 @@ import numba
 # The CPU Numba compiles for: NUMBA_CPU_NAME where set, else the host's.
 TARGET_CPU = numba.config.CPU_NAME or llvm.get_host_cpu_name()
 
-# Whether loops that call compiled builtins keep plain adjoints (``cpu._calls_builtins``).
+# Whether loops that call compiled builtins keep plain adjoints (``cpu_interchange._calls_builtins``).
 BUILTIN_LOOPS_STAY_PLAIN = TARGET_CPU.startswith("znver")
 
 

@@ -47,9 +47,9 @@ adjoint plain (``stack_moves``). With
 counts the iterations it ran (``backends/cpu_loops.py``: ``_replay_with_exits``), by which the
 reverse knows which iterations are its own. The stacks get their room before the strips
 (growing them inside kept LLVM from vectorizing the reverse loop), so bounds read from locals
-are written from the parameters, shapes and constants those hold (``cpu._inlined``). On AMD's
+are written from the parameters, shapes and constants those hold (``cpu_interchange._inlined``). On AMD's
 Zen cores, loops that call a compiled builtin keep the plain adjoint
-(``backends/cpu.py``: ``_calls_builtins``; ``backends/cpu_target.py``). The locals it carries
+(``backends/cpu_interchange.py``: ``_calls_builtins``; ``backends/cpu_target.py``). The locals it carries
 include the writer's own (replay temporaries, branch conditions, adjoint accumulators other
 than those every phase leaves zero: ``left_zero``), so ``phase_flow`` reads them off the
 generated code. Each thread's gradients are bit for bit the plain adjoint's; adds that several

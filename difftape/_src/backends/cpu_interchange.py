@@ -1,0 +1,231 @@
+"""The phases of interchanged kernels (``codegen/interchange.py``): the forward's code before,
+in and after the loop, and the adjoint's five phases with the locals they carry, each written
+for one thread; ``cpu_loops.py`` runs them for a strip of threads at a time."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .. import dtypes
+from ..codegen import naming, strides
+from ..codegen.activity import analyze
+from ..codegen.emitter import SourceBuilder
+from ..codegen.forward import PHASE_MARK
+from ..codegen.inline_rules import FLOAT32_ONLY
+from ..codegen.interchange import (ADJOINT_STRIP, Interchange, left_zero, live_names,
+                                   parse_phase, phase_flow, stack_moves)
+from ..codegen.offsets import definitions
+from ..codegen.strips import MAX_BUFFER_BYTES
+from ..errors import InternalError
+from ..frontend import ir
+from ..ops import registry
+from . import cpu_target
+from .cpu_loops import RAN, SwappedAdjoint
+from .cpu_writing import reverse_reads, writer_for
+
+if TYPE_CHECKING:
+    from .cpu import Variant
+
+
+def write_interchanged(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Interchange, analysis,
+                        variant: Variant):
+    """The forward's phases (``codegen/interchange.py``): builders of the code before the loop,
+    of one iteration's body and of the code after it, then, where the loop has widened locals,
+    of the iteration's widened version; and the loop's bounds."""
+    writer = writer_for(kernel, body, analysis, variant, adjoint=False)
+    writer.lane_index = f"uint64(t{variant.rank - 1} - rt_strip)"  # the row's strip's lane
+    phases = [SourceBuilder(), SourceBuilder(), SourceBuilder()]
+    writer.write(swap.pre, phases[0], replay=False)
+    bounds = tuple(writer.code(e) for e in (swap.loop.start, swap.loop.stop, swap.loop.step))
+    writer.lane_same = frozenset({swap.loop.var})
+    writer.write(swap.loop.body, phases[1], replay=False)
+    if swap.widened:
+        phases.append(SourceBuilder())
+        writer.wide = frozenset(swap.widened)
+        writer.write(swap.loop.body, phases[3], replay=False)
+        writer.wide = frozenset()
+        writer.runtime.add("rt_tiny")
+    writer.lane_same = None
+    writer.write(swap.post, phases[2], replay=False)
+    return writer, phases, bounds
+
+
+def write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Interchange,
+                                analysis, variant: Variant):
+    """The writer and the phases of an interchanged adjoint, or None where the stacks would
+    move differently in different threads, or a local it would carry is not a plain scalar."""
+    unbounded = swap.unbounded  # a while loop's stand-in (``interchange._as_for``)
+    if not any(s is swap.loop for s in body):
+        # The adjoint differentiates the plan's body: a while loop's stand-in, an early
+        # return's flag as the loop's exit (the same values, step by step).
+        body = swap.pre + [swap.loop] + swap.post
+        analysis = analyze(body, kernel)
+    if swap.loop.var in analysis.restored:
+        return None
+    if _reads_locals(kernel, swap.loop):
+        # The stacks get their room before the strips: the bounds are written from the
+        # parameters, shapes and constants that the locals they read are computed from.
+        defs = definitions(body, analysis.single_assigned)
+        loop = dataclasses.replace(swap.loop, **{
+            key: _inlined(getattr(swap.loop, key), defs) for key in ("start", "stop", "step")})
+        if _reads_locals(kernel, loop):
+            return None
+        body = [loop if s is swap.loop else s for s in body]
+        swap = dataclasses.replace(swap, loop=loop)
+
+    def write():
+        writer = writer_for(kernel, body, analysis, variant, adjoint=True)
+        writer.swap_loop = swap.loop
+        writer.lane_index = "uint64(rt_lane)"  # set by every thread of a strip
+        around = SourceBuilder()
+        around.line("# replay: recompute the forward values, saving what later code overwrites")
+        writer.write(body, around, replay=True)
+        around.line("# reverse: propagate adjoints from the outputs back to the inputs")
+        mark = len(around.lines)
+        writer.reverse(body, around)
+        return writer, around, around.lines[mark:] + writer.swap_parts.get("reverse", [])
+
+    writer, around, reverse_lines = write()
+    if unbounded and writer.pushed:  # save only what the reverse reads, as ``_function`` does
+        analysis.unsaved = writer.pushed - reverse_reads(reverse_lines)
+        if analysis.unsaved:
+            writer, around, _ = write()
+    marks = [k for k, line in enumerate(around.lines) if line == PHASE_MARK]
+    if len(marks) != 2:
+        raise InternalError(f"kernel '{kernel.name}': the interchanged adjoint's loop was "
+                            f"written {len(marks)} times; this is a difftape bug")
+    parts = writer.swap_parts
+    lines = around.lines
+    phases = [lines[:marks[0]], parts["replay"], lines[marks[0] + 1:marks[1]],
+              parts["reverse"], lines[marks[1] + 1:]]
+    trees = [parse_phase(phase) for phase in phases]
+    moves = [stack_moves(tree) for tree in trees]
+    if None in moves or (cpu_target.BUILTIN_LOOPS_STAY_PLAIN
+                         and _calls_builtins(phases[1] + phases[3], writer)):
+        return None
+    alone = []  # the loop's replay and reverse for a thread running on its own
+    if swap.exits:
+        alone = [phases[1] + [f"{RAN} += int32(1)"], phases[3]]
+        if any(moves[2].values()):
+            return None  # the reverse sets the tops from the iterations: the code after the
+            # loop must leave them where it found them
+        phases = [phases[0] + [f"{RAN} = int32(0)"],
+                  _guarded(f"not ({' or '.join(swap.exits)})", phases[1], f"{RAN} += int32(1)"),
+                  phases[2], _guarded(f"{parts['reverse_counter']} < {RAN}", phases[3]),
+                  phases[4]]
+        trees = [parse_phase(phase) for phase in phases]
+    flows = [phase_flow(tree) for tree in trees]
+    # Names the code around the strip's threads sets (the same in every thread), and the
+    # function's own (stacks, per-chunk accumulators).
+    outside = {"t0", "tidflat", "rt_lane", "ftop", "itop", "fstack", "istack", swap.loop.var,
+               parts["counter"], parts["reverse_counter"], *parts["names"].values(),
+               *(f"tid{k}" for k in range(variant.rank))}
+    outside |= {local for local, _, _, _, _ in writer.privates}
+    outside |= {lane for lane, _, _ in writer.loop_lane_flushes}
+    # Phases 1 and 3 run once per iteration of the loop: what they leave can reach themselves.
+    later = [set().union(*(e for _, e in flows[k + (k not in (1, 3)):])) for k in range(5)]
+    types = {**kernel.locals, **writer.declared, RAN: dtypes.int32}
+    carried = {}
+    for name in sorted(set().union(*(a & later[k] for k, (a, _) in enumerate(flows))) - outside):
+        t = types.get(name)
+        if t is None or not (dtypes.is_float(t) or dtypes.is_int(t) or t is dtypes.bool_):
+            return None
+        carried[name] = dtypes.float32 if t is dtypes.float16 else t
+    for name in [v for v in carried if v.startswith("adj_")]:  # the prologue zeroes these
+        if all(left_zero(tree, name, writer.zero(types[name])) for tree in trees):
+            del carried[name]
+    size = sum(ADJOINT_STRIP * np.dtype(t._np).itemsize for t in carried.values())
+    if size > MAX_BUFFER_BYTES:
+        return None
+    # The first phase starts from the prologue's zeros, as the thread did, and leaves every
+    # carried local: the value it assigned, else that zero.
+    loads = [[]] + [[v for v in carried if v in e] for _, e in flows[1:]]
+    saves = [[(v, v if v in flows[0][0] else writer.zero(t)) for v, t in carried.items()]]
+    # Later phases leave only what something reads (the first phase's values stay: a dead
+    # local's loads then read those, into arithmetic LLVM drops).
+    # The chunk's accumulators of adds at thread-invariant indices are read after the strips.
+    live = live_names(trees, {local for local, _, _, _, _ in writer.privates})
+    saves += [[(v, v) for v in carried if v in a and v in later[k] and v in live]
+              for k, (a, _) in enumerate(flows) if k]
+    if swap.exits:  # a thread that skips an iteration saves back what it loaded
+        for k in (1, 3):
+            loads[k] += [v for v, _ in saves[k] if v not in loads[k]]
+    swapped = SwappedAdjoint(phases, carried, loads, saves, moves, parts, exits=swap.exits,
+                             alone=alone, unbounded=unbounded)
+    wide = tuple(v for v in swap.widened
+                 if carried.get(v) is dtypes.float32 and v in dict(saves[1]))
+    replay, reverse = _widened_loop(kernel, body, swap, analysis, variant, wide) if wide \
+        else ([], [])
+    # line for line the same code as the plain loop's, only spelled widened
+    if wide and len(replay) == len(phases[1]) and len(reverse) == len(phases[3]):
+        swapped.widened, swapped.wide_replay, swapped.wide_reverse = wide, replay, reverse
+        writer.runtime.add("rt_tiny")
+    return writer, swapped
+
+
+def _guarded(test: str, lines: list[str], *last: str) -> list[str]:
+    """``lines`` (and ``last``) under ``if test:``."""
+    return [f"if {test}:"] + [f"    {line}" for line in [*lines, *last]]
+
+
+def _widened_loop(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Interchange, analysis,
+                  variant: Variant, wide: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """The interchanged adjoint's loop replay with ``wide`` widened, and its reverse with the
+    derivative rules' float32 products widened (``interchange.widened``): a second writer
+    writes the whole adjoint the same way, so its temporaries have the first's names, and
+    keeps these parts of it."""
+    writer = writer_for(kernel, body, analysis, variant, adjoint=True)
+    writer.swap_loop, writer.wide_replay, writer.wide_reverse = swap.loop, frozenset(wide), True
+    writer.write(body, SourceBuilder(), replay=True)
+    writer.reverse(body, SourceBuilder())
+    return writer.swap_parts["replay"], writer.swap_parts["reverse"]
+
+
+# Builtins whose compiled code is a few instructions (no tables, no calls): a loop that calls
+# them is a loop of arithmetic still, for ``_calls_builtins``.
+_INSTRUCTION_BUILTINS = strides.ARITHMETIC | {
+    "sqrt", "clamp", "sign", "step", "nonzero", "floor", "ceil", "trunc", "round", "rint", "frac",
+    "copysign", "degrees", "radians", "lerp", "smoothstep"}
+
+
+@functools.cache
+def _instruction_symbols() -> frozenset[str]:
+    """The names generated code calls ``_INSTRUCTION_BUILTINS`` and their rules by."""
+    symbols = {r.symbol for key in _INSTRUCTION_BUILTINS for r in registry.lookup(key)}
+    symbols |= {symbol + naming.FLOAT32_SUFFIX for symbol in symbols}
+    return frozenset(symbols | {f"adj_{symbol}" for symbol in symbols})
+
+
+def _calls_builtins(lines: list[str], writer) -> bool:
+    """Whether ``lines`` call a compiled builtin or derivative rule other than those of a few
+    instructions (``_INSTRUCTION_BUILTINS``). On AMD's Zen cores such a loop keeps its plain
+    adjoint (``cpu_target.py``: a loop of float32 ``sin`` terms took 250 ms plain and 380 ms
+    interchanged), while loops of arithmetic and comparisons gained 4x there; 24 steps of
+    ``sqrt`` and ``abs`` over 1M threads, 15x (backward 264 -> 17 ms, an Intel Xeon)."""
+    names = writer.symbols | {f"adj_{symbol}" for symbol in writer.rules}
+    names -= _instruction_symbols()
+    names |= writer.runtime & set(FLOAT32_ONLY.values())  # rt_sincos: builtins spelled inline
+    call = re.compile(r"\b(" + "|".join(map(re.escape, sorted(names))) + r")\(")
+    return bool(names) and any(call.search(line) for line in lines)
+
+
+def _reads_locals(kernel: ir.KernelIR, loop: ir.For) -> bool:
+    """Whether the loop's bounds read a local (then they are known only inside the strips)."""
+    return any(isinstance(e, ir.Var) and e.name in kernel.locals
+               for root in (loop.start, loop.stop, loop.step) for e in ir.walk_expr(root))
+
+
+def _inlined(e: ir.Expr, defs: dict[str, ir.Expr]) -> ir.Expr:
+    """``e`` with each local assigned once (``defs``) replaced by the expression it holds."""
+    if isinstance(e, ir.Var) and e.name in defs:
+        return _inlined(defs[e.name], defs)
+    if isinstance(e, ir.Cast):
+        return dataclasses.replace(e, value=_inlined(e.value, defs))
+    if isinstance(e, ir.Call):
+        return dataclasses.replace(e, args=tuple(_inlined(a, defs) for a in e.args))
+    return e
