@@ -37,7 +37,7 @@ from ..frontend import ir
 from ..version import __version__ as _difftape_version
 from . import cpu_cache, cpu_index, cpu_libm, cpu_llvm, cpu_numba_memo
 from .cpu_interchange import write_interchanged, write_interchanged_adjoint
-from .cpu_loops import (SwappedAdjoint, interchanged_adjoint_loops, interchanged_loops,
+from .cpu_loops import (Piece, SwappedAdjoint, interchanged_adjoint_loops, interchanged_loops,
                         thread_loops, widening_setup)
 from .cpu_runtime import FLUSH_DENORMALS
 from .cpu_symbols import runtime_stamp
@@ -227,9 +227,10 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
             if variant.flush_denormals:  # no assists to spare, and underflow is the FP state's
                 swap = dataclasses.replace(swap, widened=())
     if swap is not None and not adjoint:
-        writer, phases, bounds = write_interchanged(kernel, body, swap, analysis, variant)
+        writer, phases, bounds, pieces = write_interchanged(kernel, body, swap, analysis,
+                                                            variant)
         return _finish(kernel, body, variant, adjoint, analysis, writer, phases, None, None,
-                       swap, bounds)
+                       swap, bounds, pieces)
     bodies, floor = [body], None
     if split is not None:
         analysis.in_loop |= split.in_loop
@@ -266,10 +267,10 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
 def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint: bool, analysis,
             writer, inners: list[SourceBuilder], split: Split | None, strips: Strips | None,
             swap: Interchange | SwappedAdjoint | None = None,
-            bounds: tuple[str, str, str] = ()):
+            bounds: tuple[str, str, str] = (), pieces: list[Piece] = ()):
     """The generated function around the written bodies; with an ``Interchange``, ``inners``
-    are the forward's interchanged phases and ``bounds`` the loop's; a ``SwappedAdjoint``
-    holds its phases itself."""
+    are the forward's interchanged phases, ``bounds`` the loop's and ``pieces`` its body's
+    where loops run inside it; a ``SwappedAdjoint`` holds its phases itself."""
     swapped_adjoint = isinstance(swap, SwappedAdjoint)
     copies = _scalar_param_copies(kernel, body)
     flat = kernel.flat_params()
@@ -308,6 +309,7 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
         options.append("fastmath={'contract', 'arcp', 'nsz', 'afn', 'reassoc'}")
     defs = definitions(body, analysis.single_assigned)
     written = swap.phases if swapped_adjoint else [inner.lines for inner in inners]
+    written = [*written, *(piece.lines for piece in pieces)]
     lines = [line for phase in written for line in phase]
     views = [ReplicaView(array, param, _only_through_replica(array, lines, writer),
                          _row_window(writer.replica_sites[array], defs, variant.rank))
@@ -376,12 +378,14 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
     declared = {k: v for k, v in {**kernel.locals, **writer.declared}.items()
                 if k in analysis.restored or k.startswith("flag_")
                 or (k.startswith("adj_") and k in named) or k in outlive}
+    for piece in pieces:  # set around the strip's threads, as the loop's own variable is
+        declared.pop(piece.var, None)
     writer.declarations(prologue, declared)
     if swapped_adjoint:
         interchanged_adjoint_loops(kernel, variant, out, setup, prologue.lines, swap, writer)
     elif swap is not None:
         interchanged_loops(kernel, variant, out, setup, prologue.lines, inners, bounds, swap,
-                            writer)
+                            writer, pieces)
     else:
         row_flush = [f"{name} = int32(t{k})" for k, name in enumerate(kernel.tid_vars[:-1])
                      if name in (writer.lane_same or ())]  # what the flushes' indices read

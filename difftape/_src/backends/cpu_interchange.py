@@ -19,13 +19,15 @@ from ..codegen.forward import PHASE_MARK
 from ..codegen.inline_rules import FLOAT32_ONLY
 from ..codegen.interchange import (ADJOINT_STRIP, Interchange, left_zero, live_names,
                                    parse_phase, phase_flow, stack_moves)
+from ..codegen.interchange import pieces as interchange_pieces
+from ..codegen.signs import assigned
 from ..codegen.offsets import definitions
 from ..codegen.strips import MAX_BUFFER_BYTES
 from ..errors import InternalError
 from ..frontend import ir
 from ..ops import registry
 from . import cpu_target
-from .cpu_loops import RAN, SwappedAdjoint
+from .cpu_loops import RAN, Piece, SwappedAdjoint
 from .cpu_writing import reverse_reads, writer_for
 
 if TYPE_CHECKING:
@@ -36,7 +38,9 @@ def write_interchanged(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Interchan
                         variant: Variant):
     """The forward's phases (``codegen/interchange.py``): builders of the code before the loop,
     of one iteration's body and of the code after it, then, where the loop has widened locals,
-    of the iteration's widened version; and the loop's bounds."""
+    of the iteration's widened version; the loop's bounds; and where loops run inside it, the
+    ``Piece``s of its body the strip's threads run in turn (the iteration's body as written
+    is then what a thread left on its own runs)."""
     writer = writer_for(kernel, body, analysis, variant, adjoint=False)
     writer.lane_index = f"uint64(t{variant.rank - 1} - rt_strip)"  # the row's strip's lane
     phases = [SourceBuilder(), SourceBuilder(), SourceBuilder()]
@@ -50,9 +54,19 @@ def write_interchanged(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Interchan
         writer.write(swap.loop.body, phases[3], replay=False)
         writer.wide = frozenset()
         writer.runtime.add("rt_tiny")
+    pieces = []
+    for n, part in enumerate(interchange_pieces(swap.loop.body) if swap.inner else ()):
+        piece = SourceBuilder()
+        if isinstance(part, ir.For):
+            writer.write(part.body, piece, replay=False)
+            pieces.append(Piece(piece.lines, assigned(part.body), part.var, f"rt_inner{n}",
+                                tuple(writer.code(e) for e in (part.start, part.stop, part.step))))
+        else:
+            writer.write(part, piece, replay=False)
+            pieces.append(Piece(piece.lines, assigned(part)))
     writer.lane_same = None
     writer.write(swap.post, phases[2], replay=False)
-    return writer, phases, bounds
+    return writer, phases, bounds, pieces
 
 
 def write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Interchange,

@@ -144,6 +144,23 @@ def _rows(variant: Variant, out: SourceBuilder):
 
 
 @dataclass
+class Piece:
+    """A part of an interchanged loop's body that the strip's threads run one after the other
+    (``interchange.pieces``): per-thread lines, the locals its statements assign, and where it
+    is the body of a loop inside the interchanged one, that loop's variable, the counter the
+    code around the strip's threads runs it by, and its bounds (the same in every thread)."""
+
+    lines: list[str]
+    changed: set[str]
+    var: str | None = None
+    counter: str = ""
+    bounds: tuple[str, ...] = ()
+
+    def header(self) -> str:
+        return f"for {self.counter} in range({', '.join(self.bounds)}):"
+
+
+@dataclass
 class SwappedAdjoint:
     """An interchanged adjoint (``codegen/interchange.py``): per strip, every thread's replay of
     the code before the loop, the loop's replay with the strip's threads inside it, the code
@@ -449,11 +466,14 @@ def _finish_when_few_left(kernel: ir.KernelIR, variant: Variant, out: SourceBuil
 
 def interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder,
                         setup: list[str], prologue: list[str], phases: list[SourceBuilder],
-                        bounds: tuple[str, str, str], swap: Interchange, writer) -> None:
+                        bounds: tuple[str, str, str], swap: Interchange, writer,
+                        pieces: list[Piece] = ()) -> None:
     """The thread loop of an interchanged forward: per strip, every thread's code before the
     loop, then the loop with the strip's threads inside it, then every thread's code after.
     Each phase starts from the ``prologue`` (typed zeros of names read before they are set),
-    then takes the carried locals back, as the thread would have found them."""
+    then takes the carried locals back, as the thread would have found them. Where loops run
+    inside the loop, each iteration runs its ``pieces`` in turn, an inner loop's with the
+    strip's threads inside it too."""
     for line in setup:
         out.line(line)
     before = assigned(swap.pre)
@@ -473,8 +493,11 @@ def interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder
                 widened = set(swap.widened) if wide else set()
                 loads = [f"{_wide_name(v, v in widened)} = {_carry(v, v in widened)}[{at}]"
                          for v in swap.carried]
-                saves = [f"{_carry(v, v in widened)}[{at}] = {_wide_name(v, v in widened)}"
-                         for v in swap.carried if v in changed]
+                def saved(changed: set[str]) -> list[str]:
+                    return [f"{_carry(v, v in widened)}[{at}] = {_wide_name(v, v in widened)}"
+                            for v in swap.carried if v in changed]
+
+                saves = saved(changed)
                 body = lines = phases[3 if wide else 1].lines
                 if swap.exits:
                     # A thread that has left the loop does nothing more in it. Its locals are
@@ -482,8 +505,20 @@ def interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder
                     # stores of bools ran the loop 7x slower than plain ones.
                     guard = f"if not ({' or '.join(swap.exits)}):"
                     lines = [guard] + ["    " + line for line in lines]
-                with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
-                    thread_body(kernel, variant, out, prologue + loads + lines + saves)
+                for piece in pieces:
+                    with ExitStack() as inner:
+                        if piece.var is not None:
+                            inner.enter_context(out.block(piece.header()))
+                            out.line(f"{piece.var} = int32({piece.counter})")
+                        part = piece.lines
+                        if swap.exits:  # a flag is set after the last inner loop only
+                            part = [guard] + ["    " + line for line in part]
+                        with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
+                            thread_body(kernel, variant, out,
+                                        prologue + loads + part + saved(piece.changed))
+                if not pieces:
+                    with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
+                        thread_body(kernel, variant, out, prologue + loads + lines + saves)
                 for _, _, lines in writer.loop_lane_flushes:  # the iteration's adds at one index
                     for line in lines:
                         out.line(line)

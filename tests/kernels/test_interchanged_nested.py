@@ -1,0 +1,193 @@
+"""Loops inside an interchanged loop (``codegen/interchange.py``: ``pieces``): ``for`` loops at
+the top of its body whose bounds every thread shares run with the strip's threads inside them
+too. Every thread computes bit for bit what the plain per-thread loops compute (debug mode
+keeps those), forward and backward, with carried locals crossing the pieces, two inner loops
+over one variable, a ``break`` after the inner loop, and multi-dimensional launches."""
+
+import numpy as np
+import pytest
+
+import difftape as wp
+from difftape._src.codegen.interchange import ADJOINT_STRIP
+from difftape._src.codegen.strips import STRIP
+from tests.kernels.modes import debug_reference
+
+
+@wp.kernel
+def damped(x: wp.array(dtype=wp.float32), w: wp.array(dtype=wp.float32), steps: int,
+           y: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    u = x[i]
+    v = float(0.0)
+    for s in range(steps):
+        kick = u * 0.1  # read after the inner loop: carried across the pieces
+        for k in range(w.shape[0]):
+            v = v * 0.9 + w[k] * wp.sin(u)  # w[k]'s gradient: every thread adds at k
+            u = u + 0.01 * v
+        u = u - kick * 0.05
+        for m in range(2):  # unrolled (constant bounds)
+            v = v + float(m) * 0.001 * u
+    y[i] = u + v
+
+
+@wp.kernel
+def damped_steps(x: wp.array(dtype=wp.float32), w: wp.array(dtype=wp.float32), steps: int,
+                 two: int, y: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    u = x[i]
+    v = float(0.0)
+    for s in range(steps):
+        kick = u * 0.1
+        for k in range(w.shape[0]):
+            v = v * 0.9 + w[k] * wp.sin(u)
+            u = u + 0.01 * v
+        u = u - kick * 0.05
+        for k in range(two):  # a second loop over the same variable
+            v = v + float(k) * 0.001 * u
+    y[i] = u + v
+
+
+@wp.kernel
+def scene(origin: wp.array(dtype=wp.vec3), direction: wp.array(dtype=wp.vec3),
+          centers: wp.array(dtype=wp.vec3), radii: wp.array(dtype=wp.float32), steps: int,
+          depth: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    if i >= depth.shape[0]:
+        return
+    p = origin[0]
+    d = direction[i]
+    t = float(0.0)
+    for s in range(steps):
+        dist = float(1.0e6)
+        for q in range(centers.shape[0]):
+            dist = wp.min(dist, wp.length(p - centers[q]) - radii[q])
+        if dist < 1.0e-3:
+            break
+        dist = wp.min(dist, 0.5)  # rays that miss march on in steps of 0.5
+        t = t + dist
+        p = p + d * dist
+    depth[i] = t
+
+
+@wp.kernel
+def grid_sums(x: wp.array2d(dtype=wp.float64), c: wp.array(dtype=wp.float64), n: int,
+              y: wp.array2d(dtype=wp.float64)):
+    i, j = wp.tid()
+    s = wp.float64(0.0)
+    for a in range(n):
+        for b in range(c.shape[0]):
+            s = s + c[b] * wp.sin(x[i, j] * wp.float64(a + 1) + s * wp.float64(0.1))
+    y[i, j] = s
+
+
+def _forward_and_adjoint(kernel, dim: int = 1) -> tuple[str, str]:
+    return tuple(kernel.source(dim=dim).split("_adjoint("))
+
+
+def test_the_inner_loops_run_around_the_strips():
+    for kernel, dim, loops in ((damped, 1, 1), (damped_steps, 1, 2), (scene, 1, 1),
+                               (grid_sums, 2, 1)):
+        forward, _ = _forward_and_adjoint(kernel, dim)
+        assert "rt_carry_" in forward, kernel.key
+        assert sum(f"for rt_inner{n} in range(" in forward for n in range(1, 4)) == loops
+
+
+def _damped_run(kernel, n, extra=()):
+    rng = np.random.default_rng(n)
+    x0 = rng.uniform(-1.0, 1.0, n).astype(np.float32)
+    w0 = rng.uniform(0.2, 1.0, 5).astype(np.float32)
+
+    def run():
+        x = wp.array(x0, dtype=wp.float32, requires_grad=True)
+        w = wp.array(w0, dtype=wp.float32, requires_grad=True)
+        y = wp.zeros(n, dtype=wp.float32, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(kernel, n, inputs=[x, w, 6, *extra], outputs=[y])
+        tape.backward(grads={y: wp.ones(n, dtype=wp.float32)})
+        return y.numpy(), x.grad.numpy(), w.grad.numpy()
+
+    return run
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+@pytest.mark.parametrize("n", [1, 7, STRIP + 3, 2 * ADJOINT_STRIP + 1])
+def test_carried_locals_cross_the_pieces(threading, mode, n):
+    """Values and each thread's gradients are the plain loops'; the coefficients', which every
+    thread adds into, up to summation order."""
+    threading(mode)
+    for kernel, extra in ((damped, ()), (damped_steps, (2,))):
+        run = _damped_run(kernel, n, extra)
+        (y, gx, gw), (y_ref, gx_ref, gw_ref) = run(), debug_reference(run)
+        np.testing.assert_array_equal(y, y_ref)
+        np.testing.assert_array_equal(gx, gx_ref)
+        np.testing.assert_allclose(gw, gw_ref, rtol=1e-5)
+
+
+def test_inner_loops_that_run_no_iteration(threading):
+    threading("serial")
+    run = _damped_run(damped_steps, STRIP + 5, (0,))
+    for got, want in zip(run(), debug_reference(run)):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_sphere_tracing_a_scene_of_spheres(threading, mode):
+    """Rays that hit stop after a few steps, rays that miss march all of them; the marching
+    loop finds the nearest of the spheres in an inner loop. Depths and the gradients with
+    respect to the eye, the spheres' centers and radii are the plain loops'."""
+    threading(mode)
+    n = 3 * ADJOINT_STRIP + 17
+    launched = n + 5  # threads past the data return early
+    rng = np.random.default_rng(3)
+    dirs = np.concatenate([rng.uniform(-0.25, 0.25, (n, 2)), np.ones((n, 1))], axis=1)
+    dirs = (dirs / np.linalg.norm(dirs, axis=1, keepdims=True)).astype(np.float32)
+    centers0 = np.array([[0.0, 0.0, 4.0], [0.6, 0.3, 5.0], [-0.5, -0.4, 4.5]], np.float32)
+    radii0 = np.array([0.5, 0.7, 0.4], np.float32)
+
+    def run():
+        eye = wp.array(np.array([[0.02, -0.01, 0.0]], np.float32), dtype=wp.vec3,
+                       requires_grad=True)
+        d = wp.array(dirs, dtype=wp.vec3, requires_grad=True)
+        centers = wp.array(centers0, dtype=wp.vec3, requires_grad=True)
+        radii = wp.array(radii0, dtype=wp.float32, requires_grad=True)
+        depth = wp.zeros(n, dtype=wp.float32, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(scene, launched, inputs=[eye, d, centers, radii, 48], outputs=[depth])
+        tape.backward(grads={depth: wp.ones(n, dtype=wp.float32)})
+        return (depth.numpy(), d.grad.numpy(), eye.grad.numpy(), centers.grad.numpy(),
+                radii.grad.numpy())
+
+    got, want = run(), debug_reference(run)
+    depth = got[0]
+    assert 10 < (depth < 8.0).sum() < n - 10  # hits and misses side by side
+    np.testing.assert_array_equal(depth, want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    for g, g_ref in zip(got[2:], want[2:]):  # summed over the threads in another order
+        assert np.any(g != 0.0)
+        np.testing.assert_allclose(g, g_ref, rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_rows_of_a_nest(threading, mode):
+    threading(mode)
+    shape = (3, ADJOINT_STRIP + 9)
+    rng = np.random.default_rng(5)
+    x0 = rng.uniform(-1.0, 1.0, shape)
+    c0 = rng.uniform(-0.5, 0.5, 4)
+
+    def run():
+        x = wp.array(x0, dtype=wp.float64, requires_grad=True)
+        c = wp.array(c0, dtype=wp.float64, requires_grad=True)
+        y = wp.zeros(shape, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(grid_sums, shape, inputs=[x, c, 3], outputs=[y])
+        tape.backward(grads={y: wp.ones(shape, dtype=wp.float64)})
+        return y.numpy(), x.grad.numpy(), c.grad.numpy()
+
+    (y, gx, gc), (y_ref, gx_ref, gc_ref) = run(), debug_reference(run)
+    np.testing.assert_array_equal(y, y_ref)
+    np.testing.assert_array_equal(gx, gx_ref)
+    np.testing.assert_allclose(gc, gc_ref, rtol=1e-12)
