@@ -27,7 +27,7 @@ from ..errors import InternalError
 from ..frontend import ir
 from ..ops import registry
 from . import cpu_target
-from .cpu_loops import RAN, Piece, SwappedAdjoint
+from .cpu_loops import RAN, Piece, SwappedAdjoint, inner_loop_header
 from .cpu_writing import reverse_reads, writer_for
 
 if TYPE_CHECKING:
@@ -81,6 +81,8 @@ def write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: I
         analysis = analyze(body, kernel)
     if swap.loop.var in analysis.restored:
         return None
+    # (An inner loop's variable is restored around its loop where the plain adjoint needs it:
+    # it is read in its loop's body only, which sets it.)
     if _reads_locals(kernel, swap.loop):
         # The stacks get their room before the strips: the bounds are written from the
         # parameters, shapes and constants that the locals they read are computed from.
@@ -94,7 +96,7 @@ def write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: I
 
     def write():
         writer = writer_for(kernel, body, analysis, variant, adjoint=True)
-        writer.swap_loop = swap.loop
+        writer.swap_loop, writer.swap_inner = swap.loop, swap.inner
         writer.lane_index = "uint64(rt_lane)"  # set by every thread of a strip
         around = SourceBuilder()
         around.line("# replay: recompute the forward values, saving what later code overwrites")
@@ -115,23 +117,37 @@ def write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: I
                             f"written {len(marks)} times; this is a difftape bug")
     parts = writer.swap_parts
     lines = around.lines
-    phases = [lines[:marks[0]], parts["replay"], lines[marks[0] + 1:marks[1]],
-              parts["reverse"], lines[marks[1] + 1:]]
+    inner_parts = parts.get("inner", {})
+    # One iteration's replay and reverse, a unit per piece (``interchange.pieces``).
+    replay_units = _units(parts["replay"], inner_parts, "replay")
+    reverse_units = _units(parts["reverse"], inner_parts, "reverse")
+    phases = [lines[:marks[0]], *(u for u, _ in replay_units), lines[marks[0] + 1:marks[1]],
+              *(u for u, _ in reverse_units), lines[marks[1] + 1:]]
+    replay = list(range(1, 1 + len(replay_units)))
+    post = replay[-1] + 1
+    reverse = list(range(post + 1, post + 1 + len(reverse_units)))
+    inner = {unit: inner_parts[key] for unit, (_, key) in
+             zip(replay + reverse, replay_units + reverse_units) if key is not None}
     trees = [parse_phase(phase) for phase in phases]
     moves = [stack_moves(tree) for tree in trees]
+    loop_lines = [line for unit in replay + reverse for line in phases[unit]]
     if None in moves or (cpu_target.BUILTIN_LOOPS_STAY_PLAIN
-                         and _calls_builtins(phases[1] + phases[3], writer)):
+                         and _calls_builtins(loop_lines, writer)):
         return None
     alone = []  # the loop's replay and reverse for a thread running on its own
     if swap.exits:
-        alone = [phases[1] + [f"{RAN} += int32(1)"], phases[3]]
-        if any(moves[2].values()):
+        alone = [_whole(phases, replay, inner) + [f"{RAN} += int32(1)"],
+                 _whole(phases, reverse, inner, writer)]
+        if any(moves[post].values()):
             return None  # the reverse sets the tops from the iterations: the code after the
             # loop must leave them where it found them
-        phases = [phases[0] + [f"{RAN} = int32(0)"],
-                  _guarded(f"not ({' or '.join(swap.exits)})", phases[1], f"{RAN} += int32(1)"),
-                  phases[2], _guarded(f"{parts['reverse_counter']} < {RAN}", phases[3]),
-                  phases[4]]
+        phases[0] = phases[0] + [f"{RAN} = int32(0)"]
+        # A thread leaves the loop after its last inner loop only (``interchange.pieces``).
+        for unit in replay:
+            phases[unit] = _guarded(f"not ({' or '.join(swap.exits)})", phases[unit],
+                                    *[f"{RAN} += int32(1)"][:unit == replay[0]])
+        for unit in reverse:
+            phases[unit] = _guarded(f"{parts['reverse_counter']} < {RAN}", phases[unit])
         trees = [parse_phase(phase) for phase in phases]
     flows = [phase_flow(tree) for tree in trees]
     # Names the code around the strip's threads sets (the same in every thread), and the
@@ -139,10 +155,15 @@ def write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: I
     outside = {"t0", "tidflat", "rt_lane", "ftop", "itop", "fstack", "istack", swap.loop.var,
                parts["counter"], parts["reverse_counter"], *parts["names"].values(),
                *(f"tid{k}" for k in range(variant.rank))}
+    for ip in inner_parts.values():
+        outside |= {ip["counter"], ip["reverse_counter"], *ip["names"].values()}
     outside |= {local for local, _, _, _, _ in writer.privates}
     outside |= {lane for lane, _, _ in writer.loop_lane_flushes}
-    # Phases 1 and 3 run once per iteration of the loop: what they leave can reach themselves.
-    later = [set().union(*(e for _, e in flows[k + (k not in (1, 3)):])) for k in range(5)]
+    # The loop's units run once per iteration: what they leave can reach themselves and the
+    # units before them.
+    first = {unit: group[0] for group in (replay, reverse) for unit in group}
+    later = [set().union(*(e for _, e in flows[first.get(k, k + 1):]))
+             for k in range(len(phases))]
     types = {**kernel.locals, **writer.declared, RAN: dtypes.int32}
     carried = {}
     for name in sorted(set().union(*(a & later[k] for k, (a, _) in enumerate(flows))) - outside):
@@ -167,19 +188,51 @@ def write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: I
     saves += [[(v, v) for v in carried if v in a and v in later[k] and v in live]
               for k, (a, _) in enumerate(flows) if k]
     if swap.exits:  # a thread that skips an iteration saves back what it loaded
-        for k in (1, 3):
+        for k in replay + reverse:
             loads[k] += [v for v, _ in saves[k] if v not in loads[k]]
     swapped = SwappedAdjoint(phases, carried, loads, saves, moves, parts, exits=swap.exits,
-                             alone=alone, unbounded=unbounded)
+                             alone=alone, unbounded=unbounded, replay=replay, reverse=reverse,
+                             inner=inner)
     wide = tuple(v for v in swap.widened
                  if carried.get(v) is dtypes.float32 and v in dict(saves[1]))
-    replay, reverse = _widened_loop(kernel, body, swap, analysis, variant, wide) if wide \
-        else ([], [])
+    wide_replay, wide_reverse = _widened_loop(kernel, body, swap, analysis, variant, wide) \
+        if wide else ([], [])
     # line for line the same code as the plain loop's, only spelled widened
-    if wide and len(replay) == len(phases[1]) and len(reverse) == len(phases[3]):
-        swapped.widened, swapped.wide_replay, swapped.wide_reverse = wide, replay, reverse
+    if wide and len(wide_replay) == len(phases[1]) and len(wide_reverse) == len(phases[3]):
+        swapped.widened, swapped.wide_replay, swapped.wide_reverse = wide, wide_replay, \
+            wide_reverse
         writer.runtime.add("rt_tiny")
     return writer, swapped
+
+
+def _units(lines: list[str], inner_parts: dict, part: str) -> list[tuple[list[str], int | None]]:
+    """A loop's replay or reverse split at the loops inside it (``PHASE_MARK <key>``): runs of
+    lines and inner loops' bodies by turns, a run first and last, each with the key of the
+    inner loop that runs it, else None. The runs after the first start with the loop
+    variable's line, as the first does (it is set in every thread)."""
+    units: list[tuple[list[str], int | None]] = [([], None)]
+    for line in lines:
+        if line.startswith(PHASE_MARK + " "):
+            key = int(line[len(PHASE_MARK) + 1:])
+            units += [(inner_parts[key][part], key), ([lines[0]], None)]
+        else:
+            units[-1][0].append(line)
+    return units
+
+
+def _whole(phases: list[list[str]], units: list[int], inner: dict, writer=None) -> list[str]:
+    """One iteration's replay or, given the ``writer``, reverse as a thread runs it on its own:
+    its units in turn, the inner loops' as loops of their own (in the reverse, the sums of
+    each of their iterations' lanes after it)."""
+    lines = []
+    for unit in units:
+        if unit in inner:
+            flushes = writer.lane_flush_lines(inner[unit]["key"]) if writer else []
+            lines += [inner_loop_header(inner[unit], writer is not None)]
+            lines += ["    " + line for line in phases[unit] + flushes]
+        else:
+            lines += phases[unit]
+    return lines
 
 
 def _guarded(test: str, lines: list[str], *last: str) -> list[str]:

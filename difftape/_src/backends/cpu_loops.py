@@ -182,6 +182,44 @@ class SwappedAdjoint:
     # A while loop's stand-in (``interchange._as_for``): its iterations have no bound, so the
     # stacks get room for some (``WHILE_ROOM``), and more where a strip needs it.
     unbounded: bool = False
+    # Where loops run inside the loop (``interchange.pieces``), one iteration's replay and
+    # reverse are several phases: their indices in ``phases``, in the order they run, and
+    # for those that are an inner loop's body, what the writer kept of that loop.
+    replay: list[int] = field(default_factory=lambda: [1])
+    reverse: list[int] = field(default_factory=lambda: [3])
+    inner: dict[int, dict] = field(default_factory=dict)
+
+    @property
+    def post(self) -> int:
+        """The phase of the code after the loop."""
+        return self.replay[-1] + 1
+
+    def per_iteration(self, kind: str) -> str:
+        """How far one iteration's replay moves ``kind``'s stack top (an expression: inner
+        loops move it by their trip counts, ``rt_trip_<counter>``)."""
+        terms = []
+        for unit in self.replay:
+            n = self.moves[unit][f"{kind}top"]
+            if n and unit in self.inner:
+                terms.append(f"{n} * rt_trip_{self.inner[unit]['counter']}")
+            elif n:
+                terms.append(str(n))
+        return f"({' + '.join(terms)})" if len(terms) > 1 else (terms or ["0"])[0]
+
+    def alone_io(self, units: list[int]) -> tuple[list[str], list[tuple[str, str]]]:
+        """The carried locals a lone thread's run of ``units`` (``alone``) loads and saves."""
+        loads = list(dict.fromkeys(v for unit in units for v in self.loads[unit]))
+        saves = list(dict.fromkeys(pair for unit in units for pair in self.saves[unit]))
+        return loads, saves
+
+
+def inner_loop_header(parts: dict, reverse: bool) -> str:
+    """The loop header of an interchanged loop's inner loop (``SwappedAdjoint.inner``), in its
+    replay or its reverse (which runs the trip count down)."""
+    if reverse:
+        return f"for {parts['reverse_counter']} in range(rt_trip_{parts['counter']} - 1, -1, -1):"
+    names = parts["names"]
+    return f"for {parts['counter']} in range({names['start']}, {names['stop']}, {names['step']}):"
 
 
 # The carried local counting the iterations a thread ran of an interchanged loop with exits.
@@ -211,18 +249,22 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
     start, stop, step = names["start"], names["stop"], names["step"]
 
     def threads(phase: int, wide: bool = False, lines: list[str] | None = None) -> None:
-        """Every thread of the strip runs ``phase`` (or ``lines`` in its place, which leave
-        the strip's tops as they are)."""
+        """Every thread of the strip runs ``phase`` (or, where ``phase`` is 1 or 3, a lone
+        thread's run of one iteration's replay or reverse, ``lines``, which leave the strip's
+        tops as they are)."""
         widened = set(swap.widened) if wide and phase == 1 else set()  # the replay's locals
         moves = {} if lines is not None else swap.moves[phase]
+        carried_in, carried_out = swap.loads[phase], swap.saves[phase]
         if lines is None:
             lines = ({1: swap.wide_replay, 3: swap.wide_reverse}[phase] if wide
                      else swap.phases[phase])
+        else:
+            carried_in, carried_out = swap.alone_io(swap.replay if phase == 1 else swap.reverse)
         with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
             loads = [f"{_wide_name(v, v in widened)} = {_carry(v, v in widened)}[{at}]"
-                     for v in swap.loads[phase]]
+                     for v in carried_in]
             saves = [f"{_carry(v, v in widened)}[{at}] = {_wide_name(value, v in widened)}"
-                     for v, value in swap.saves[phase]]
+                     for v, value in carried_out]
             thread_body(kernel, variant, out, [f"rt_lane = {tv} - rt_strip"] + prologue + loads
                          + lines + saves)
         for kind in kinds:
@@ -233,9 +275,28 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
     # The loop's bounds are the same in every thread and come from no local: the stacks get
     # their room before the strips (``_stack_room``; growing them inside the loop over the
     # strips kept LLVM from vectorizing the reverse sweep's loops: 10x slower).
-    bounds = parts["bounds"]
-    out.line(f"{start}, {stop}, {step} = {bounds['start']}, {bounds['stop']}, {bounds['step']}")
-    out.line(f"rt_trip = len(range({start}, {stop}, {step}))")
+    for loop in [parts, *swap.inner.values()]:  # inner loops' bounds read no local either
+        names, bounds = loop["names"], loop["bounds"]
+        out.line(f"{names['start']}, {names['stop']}, {names['step']} = "
+                 f"{bounds['start']}, {bounds['stop']}, {bounds['step']}")
+        trip = "rt_trip" if loop is parts else f"rt_trip_{loop['counter']}"
+        out.line(f"{trip} = len(range({names['start']}, {names['stop']}, {names['step']}))")
+
+    def iteration(units: list[int], wide: bool = False) -> None:
+        """One iteration's replay or reverse: its phases in turn, inner loops' inside them (in
+        the reverse, each iteration's adds at an index it picks summed after it)."""
+        for unit in units:
+            with ExitStack() as inner:
+                loop = swap.inner.get(unit)
+                if loop is not None:
+                    inner.enter_context(out.block(inner_loop_header(loop, unit in swap.reverse)))
+                threads(unit, wide)
+                if loop is not None and unit in swap.reverse:
+                    flushes = writer.lane_flush_lines(loop["key"])
+                    if flushes:
+                        out.line(loop["reverse"][0])  # its variable, which the indices read
+                        for line in flushes:
+                            out.line(line)
 
     def strips(row_start: str, row_stop: str, tv: str) -> None:
         """The loop over a row's strips, each running the five phases."""
@@ -246,28 +307,27 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
                 out.line(f"rt_{kind}top = 0")
             threads(0)
             if swap.exits:
-                _replay_with_exits(out, swap, kinds, threads, tv)
+                _replay_with_exits(out, swap, kinds, threads, iteration, tv)
             elif swap.widened:
                 _switched(out, swap.widened, f"for {parts['counter']} in range({start}, {stop}, "
                           f"{step}):", lambda wide: threads(1, wide))
             else:
                 with out.block(f"for {parts['counter']} in range({start}, {stop}, {step}):"):
-                    threads(1)
-            threads(2)
+                    iteration(swap.replay)
+            threads(swap.post)
 
             def reverse(wide: bool) -> None:
                 with out.block(f"for {parts['reverse_counter']} in range(rt_trip - 1, -1, -1):"):
-                    threads(3, wide)
-                    if writer.loop_lane_flushes:  # the iteration's adds at one index, per site
+                    iteration(swap.reverse, wide)
+                    flushes = writer.lane_flush_lines()
+                    if flushes:  # the iteration's adds at one index, per site
                         out.line(parts["reverse"][0])  # the loop variable, which the indices read
-                        for _, _, lines in writer.loop_lane_flushes:
-                            for line in lines:
-                                out.line(line)
+                        for line in flushes:
+                            out.line(line)
 
             if swap.exits:
-                _reverse_with_exits(out, swap, kinds, threads,
-                                    [line for _, _, lines in writer.loop_lane_flushes
-                                     for line in lines])
+                _reverse_with_exits(out, swap, kinds, threads, iteration,
+                                    writer.lane_flush_lines())
             elif swap.widened:  # the strip's reverse runs widened where its replay ended widened
                 with out.block("if rt_wide:"):
                     reverse(True)
@@ -275,7 +335,7 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
                     reverse(False)
             else:
                 reverse(False)
-            threads(4)
+            threads(len(swap.phases) - 1)
 
     if swap.unbounded:
         out.line(f"rt_cap = {WHILE_ROOM}")
@@ -303,8 +363,8 @@ def _stack_room(out: SourceBuilder, swap: SwappedAdjoint, kinds: list[str], writ
     at run time kept LLVM from vectorizing the reverse's loop over the strip: 1M Newton square
     roots, backward 17.2 -> 5.2 ms). Nothing on them outlives a strip."""
     for kind in kinds:
-        n = swap.moves[1][f"{kind}top"]  # saved per iteration
-        if n:
+        n = swap.per_iteration(kind)  # saved per iteration
+        if n != "0":
             room = (f"({swap.moves[0][f'{kind}top']} + {iterations} * {n} + {kind}slack) * "
                     f"{ADJOINT_STRIP}")
             dtype = (writer.stack_float if kind == "f" else writer.stack_int).__name__
@@ -312,7 +372,7 @@ def _stack_room(out: SourceBuilder, swap: SwappedAdjoint, kinds: list[str], writ
 
 
 def _replay_with_exits(out: SourceBuilder, swap: SwappedAdjoint, kinds: list[str],
-                       threads, tv: str) -> None:
+                       threads, iteration, tv: str) -> None:
     """The replay of an interchanged loop with exits: each iteration for the strip's threads
     still in the loop (a thread that has left skips it, and its ``RAN`` stops counting), as the
     forward does (``_finish_when_few_left``), the last few threads on their own. Every thread's
@@ -329,7 +389,7 @@ def _replay_with_exits(out: SourceBuilder, swap: SwappedAdjoint, kinds: list[str
     if swap.unbounded:  # as far as the stacks have room (``interchanged_adjoint_loops``)
         stop = "rt_stop"
     with out.block(f"for {counter} in range({names['start']}, {stop}, {step}):"):
-        threads(1)
+        iteration(swap.replay)
         out.line("rt_vec += 1")
         out.line("rt_running = int32(0)")
         with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
@@ -354,27 +414,27 @@ def _replay_with_exits(out: SourceBuilder, swap: SwappedAdjoint, kinds: list[str
             with out.block("if rt_resume == rt_strip:"):
                 out.line("break")
     for kind in kinds:
-        out.line(f"rt_{kind}top = rt_{kind}base + rt_most * {swap.moves[1][f'{kind}top']}")
+        out.line(f"rt_{kind}top = rt_{kind}base + rt_most * {swap.per_iteration(kind)}")
 
 
 def _reverse_with_exits(out: SourceBuilder, swap: SwappedAdjoint, kinds: list[str],
-                        threads, flushes: list[str]) -> None:
+                        threads, iteration, flushes: list[str]) -> None:
     """The reverse of an interchanged loop with exits: the iterations that threads ran on their
     own (``_replay_with_exits``), each such thread on its own from its last iteration, then the
     strip's iterations from the last down, each reversed by the threads that ran it. After each
     iteration, ``flushes`` sum its adds at an index the loop's variable picks (lanes of threads
     that did not run it hold zeros), also after each of a lone thread's."""
     counter = swap.parts["reverse_counter"]
-    tops = [f"    {kind}top = rt_{kind}base + {RAN} * {swap.moves[1][f'{kind}top']}"
+    tops = [f"    {kind}top = rt_{kind}base + {RAN} * {swap.per_iteration(kind)}"
             for kind in kinds]
     with out.block("if rt_most > rt_vec:"):
         threads(3, lines=[f"if {RAN} > rt_vec:", *tops,
                           f"    for {counter} in range({RAN} - 1, rt_vec - 1, -1):",
                           *("        " + line for line in swap.alone[1] + flushes)])
     for kind in kinds:
-        out.line(f"rt_{kind}top = rt_{kind}base + rt_vec * {swap.moves[1][f'{kind}top']}")
+        out.line(f"rt_{kind}top = rt_{kind}base + rt_vec * {swap.per_iteration(kind)}")
     with out.block(f"for {counter} in range(rt_vec - 1, -1, -1):"):
-        threads(3)
+        iteration(swap.reverse)
         if flushes:
             out.line(swap.parts["reverse"][0])  # the loop variable, which the indices read
             for line in flushes:

@@ -148,7 +148,8 @@ class AdjointWriter(ForwardWriter):
         self.reverse(stmts, block)
         self.reverse_loops -= loop
         self.depth -= 1
-        if all(line.lstrip().startswith("#") for line in block.lines):
+        if all(line.lstrip().startswith("#") and not line.lstrip().startswith(PHASE_MARK)
+               for line in block.lines):
             block.lines.clear()  # nothing to run (e.g. only unsaved values were restored here)
         return block
 
@@ -188,6 +189,17 @@ class AdjointWriter(ForwardWriter):
             self.swap_parts.update(reverse_counter=k,
                                    reverse=[f"{s.var} = {position}"] + body.lines)
             out.line(PHASE_MARK)
+            return
+        if "inner" in names:  # a loop inside the interchanged one, run the same way
+            k = f"k_{self.counter_next()}"
+            saved = self.lane_same, self.lane_scope
+            self.lane_same, self.lane_scope = self.lane_same | {s.var}, names["inner"]
+            body = self.nested(s.body, 0, loop=True)
+            self.lane_same, self.lane_scope = saved
+            position = f"int32({names['start']} + {k} * {names['step']})"
+            self.swap_parts["inner"][names["inner"]].update(
+                reverse_counter=k, reverse=[f"{s.var} = {position}"] + body.lines)
+            out.line(f"{PHASE_MARK} {names['inner']}")
             return
         body = self.nested(s.body, out.level + 1, loop=True)
         if self.analysis.is_in_loop(s):

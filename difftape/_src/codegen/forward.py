@@ -68,6 +68,10 @@ class ForwardWriter(ExprCoder):
         # rt_lane``).
         self.swap_loop: ir.For | None = None
         self.swap_parts: dict = {}
+        # The loops inside ``swap_loop`` that the strip's threads run inside too
+        # (``interchange.pieces``): each is written as ``PHASE_MARK <key>`` in the loop's parts,
+        # its own parts going to ``swap_parts["inner"][key]``.
+        self.swap_inner: tuple[ir.For, ...] = ()
         # Locals the loop's replay keeps widened (``interchange.widened``): set on a second
         # writer, whose replay lines then stand in for the first's once the check finds one tiny.
         self.wide_replay: frozenset[str] = frozenset()
@@ -84,8 +88,14 @@ class ForwardWriter(ExprCoder):
         self.lane_same: frozenset[str] | None = None
         self.lane_index = "uint64(t0 - rt_strip)"
         self.lane_count = "rt_strip_end - rt_strip"  # lanes in use when a flush runs
-        self.loop_lanes: dict[tuple[str, str, str], str] = {}  # (array, guard, index) → lane
+        # (array, guard, index, scope) → lane
+        self.loop_lanes: dict[tuple[str, str, str, int | None], str] = {}
         self.loop_lane_flushes: list[tuple[str, type, list[str]]] = []
+        # The reverse of a loop inside an interchanged one (``swap_inner``) adds at an index its
+        # variable picks through lanes of its own, summed after each of its iterations: its
+        # key while it is written, and each lane's (None: the interchanged loop's).
+        self.lane_scope: int | None = None
+        self.lane_scopes: dict[str, int | None] = {}
 
     # ------------------------------------------------------------ stack
 
@@ -285,7 +295,8 @@ class ForwardWriter(ExprCoder):
             return False
         element = dtypes.scalar_of(ref.dtype)
         element = dtypes.float32 if element is dtypes.float16 else element
-        key = (ref.param, guard, ", ".join(self.index_codes(indices, None, ref)))
+        key = (ref.param, guard, ", ".join(self.index_codes(indices, None, ref)),
+               self.lane_scope)
         lane = self.loop_lanes.get(key)
         if lane is None and sum(STRIP * np.dtype(t._np).itemsize for _, t, _ in
                                 [*self.loop_lane_flushes, (None, element, None)]) > MAX_LANE_BYTES:
@@ -299,10 +310,16 @@ class ForwardWriter(ExprCoder):
             add_total(f"rt_lane_flush({lane}, {self.lane_count})", flush)
             self.lane_same, self.strips, self.previous_add = saved
             self.loop_lane_flushes.append((lane, element, flush.lines))
+            self.lane_scopes[lane] = self.lane_scope
             self.runtime.update(("rt_lane_flush", "rt_stack_zeros"))
         add = f"{lane}[{self.lane_index}] += {value}"
         out.line(f"if {guard}: {add}" if guard else add)
         return True
+
+    def lane_flush_lines(self, scope: int | None = None) -> list[str]:
+        """The sums of the lane arrays of ``scope`` (``lane_scope``) into their arrays."""
+        return [line for lane, _, lines in self.loop_lane_flushes
+                if self.lane_scopes[lane] == scope for line in lines]
 
     def forward_If(self, s: ir.If, out: SourceBuilder) -> None:
         if not self.replay:
@@ -359,7 +376,9 @@ class ForwardWriter(ExprCoder):
         names = {k: self.declare(f"{k}_{n}", dtypes.int32) for k in ("start", "stop", "step")}
         bounds = {key: self.code(e) for key, e in (("start", s.start), ("stop", s.stop),
                                                     ("step", s.step))}
-        swapped = self.replay and s is self.swap_loop  # its bounds are set around the strip
+        inner = self.replay and any(s is t for t in self.swap_inner)
+        # its bounds are set around the strip
+        swapped = self.replay and s is self.swap_loop or inner
         for key, code in bounds.items() if not swapped else ():
             out.line(f"{names[key]} = {code}")
         start, stop, step = names["start"], names["stop"], names["step"]
@@ -377,6 +396,9 @@ class ForwardWriter(ExprCoder):
                 out.line(f"{s.var} = {value}")
                 self.write(s.body, out, False)
                 self.exit_check(s.exit_flags, out)
+            return
+        if inner:
+            self.swapped_replay(s, counter, value, names, bounds, out, n)
             return
         if swapped:
             self.swapped_replay(s, counter, value, names, bounds, out)
@@ -404,10 +426,11 @@ class ForwardWriter(ExprCoder):
             self.push(trip, dtypes.int32, out)
 
     def swapped_replay(self, s: ir.For, counter: str, value: str, names: dict, bounds: dict,
-                       out: SourceBuilder) -> None:
+                       out: SourceBuilder, inner: int | None = None) -> None:
         """The replay of an interchanged adjoint's loop: one iteration's body, kept apart for
         ``backends/cpu.py`` to run for every thread of a strip; the bounds (the same in every
-        thread) are kept for the code around the strip's threads."""
+        thread) are kept for the code around the strip's threads. The same for a loop inside
+        it (``swap_inner``), under key ``inner``."""
         def write_body() -> SourceBuilder:
             body = SourceBuilder(0)
             body.line(f"{s.var} = {value}")
@@ -417,9 +440,15 @@ class ForwardWriter(ExprCoder):
             return body
 
         body, _ = self.loop_body(write_body)
-        self.aux[id(s)] = names
-        self.swap_parts.update(names=names, bounds=bounds, counter=counter, replay=body.lines)
-        out.line(PHASE_MARK)
+        parts = dict(names=names, bounds=bounds, counter=counter, replay=body.lines)
+        if inner is None:
+            self.aux[id(s)] = names
+            self.swap_parts.update(parts)
+            out.line(PHASE_MARK)
+        else:
+            self.aux[id(s)] = {**names, "inner": inner}
+            self.swap_parts.setdefault("inner", {})[inner] = {**parts, "key": inner}
+            out.line(f"{PHASE_MARK} {inner}")
 
     def forward_While(self, s: ir.While, out: SourceBuilder) -> None:
         if not self.replay:
