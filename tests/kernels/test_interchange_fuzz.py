@@ -4,9 +4,9 @@ gradients of values every thread reads up to summation order.
 
 Each kernel's loop body is drawn from statements that exercise what the interchange has to
 follow: carried locals, branches whose arms save unalike (nested too), ``break``,
-``continue`` and ``return``, a ``return`` before the loop, a ``while`` loop, builtins of a few instructions and compiled ones, coefficients
-the loop's variable picks, a value every thread reads before the loop, and one- and
-two-dimensional launches. The kernels are written to a file and imported (kernels are parsed
+``continue`` and ``return``, a ``return`` before the loop, a ``while`` loop, a loop inside the
+loop, builtins of a few instructions and compiled ones, coefficients the loop's variables
+pick, a value every thread reads before the loop, and one- and two-dimensional launches. The kernels are written to a file and imported (kernels are parsed
 from their source)."""
 
 import importlib.util
@@ -36,6 +36,15 @@ STATEMENTS = [
     "if s > wp.float64(3.5):\n    y[i] = s * b\n    return",
 ]
 
+# Statements of a loop inside the loop (``interchange.pieces``), ``j`` its variable.
+INNER_STATEMENTS = [
+    "s = s + c[j] * a * wp.float64(0.1)",
+    "a = a * wp.float64(0.97) + wp.cos(s + wp.float64(j)) * wp.float64(0.02)",
+    "if s > b:\n    s = s - c[j] * wp.float64(0.05)",
+    "b = b + wp.float64(0.01) * s * c[(j + k) % 4]",
+    "t = s * c[j]\nif t > wp.float64(0.2):\n    a = a + t * wp.float64(0.1)",
+]
+
 HEADER = """import difftape as wp
 
 """
@@ -52,9 +61,17 @@ def {name}(x: wp.array(dtype=wp.float64), c: wp.array(dtype=wp.float64), n: int,
 """
 
 
-def _kernel_source(name: str, rng: random.Random, two_d: bool, width: int) -> str:
+def _kernel_source(name: str, rng: random.Random, two_d: bool, width: int,
+                   nest: bool = False) -> str:
     body = [rng.choice(STATEMENTS) for _ in range(rng.randint(2, 5))]
-    if rng.random() < 0.25:  # a while loop with the same statements
+    if nest:  # a loop inside, somewhere (after a break, continue or return it stays plain)
+        inner = [rng.choice(INNER_STATEMENTS) for _ in range(rng.randint(1, 3))]
+        bounds = rng.choice(["c.shape[0]", "n // 3", "n - 9"])
+        body.insert(rng.randint(0, len(body) // 2), "\n".join(
+            [f"for j in range({bounds}):"]
+            + ["    " + line for stmt in inner for line in stmt.split("\n")]))
+        head = ["for k in range(n):"]
+    elif rng.random() < 0.25:  # a while loop with the same statements
         head = ["m = int(0)", "while m < n:", "    m = m + 1"]
         body = [stmt for stmt in body if "k %" not in stmt] or [STATEMENTS[0]]
     else:
@@ -66,16 +83,22 @@ def _kernel_source(name: str, rng: random.Random, two_d: bool, width: int) -> st
     return KERNEL.format(name=name, tid=tid, loop="\n".join("    " + line for line in lines))
 
 
+# Kernels, the first PLAIN with the loop's statements only, the rest with a loop inside it.
+PLAIN, COUNT = 14, 22
+
+
 @pytest.fixture(scope="module")
 def kernels(tmp_path_factory):
     rng = random.Random(20261205)
     cases = []
     source = HEADER
-    for index in range(14):
+    nests = random.Random(20261206)
+    for index in range(COUNT):
         two_d = index % 3 == 2
         width = ADJOINT_STRIP + 5
         name = f"fuzzed_{index}"
-        source += _kernel_source(name, rng, two_d, width) + "\n\n"
+        nest = index >= PLAIN
+        source += _kernel_source(name, nests if nest else rng, two_d, width, nest) + "\n\n"
         cases.append((name, two_d, width))
     path = tmp_path_factory.mktemp("fuzz") / "fuzzed_kernels.py"
     path.write_text(source)
@@ -85,7 +108,18 @@ def kernels(tmp_path_factory):
     return [(getattr(module, name), two_d, width) for name, two_d, width in cases]
 
 
-@pytest.mark.parametrize("index", range(14))
+def test_most_nests_are_interchanged(kernels):
+    """The kernels with a loop inside the loop mostly run both interchanged, forward and
+    backward (the others have it after an exit, or the loop is a while loop)."""
+    both = 0
+    for kernel, two_d, _ in kernels[PLAIN:]:
+        source = kernel.source(dim=2 if two_d else 1)
+        forward, adjoint = source.split("_adjoint(")
+        both += "for rt_inner" in forward and "rt_trip_it_" in adjoint
+    assert both >= (COUNT - PLAIN) // 2
+
+
+@pytest.mark.parametrize("index", range(COUNT))
 def test_interchanged_kernels_match_the_plain_code(kernels, threading, index):
     kernel, two_d, width = kernels[index]
     threading("serial")

@@ -142,6 +142,19 @@ def many_coefficients(x: wp.array(dtype=wp.float64), c: wp.array2d(dtype=wp.floa
     y[i] = acc
 
 
+@wp.kernel
+def restored_in_one_arm(x: wp.array(dtype=wp.float64), n: int, y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    a = x[i]
+    b = a * a  # its reverse reads a, as it stood before the loop
+    s = wp.float64(0.25) + a
+    for k in range(n):
+        s = s * wp.float64(0.9) + wp.float64(0.1)
+        if s > wp.float64(0.5):
+            a = s  # the reverse restores a in this arm only, and reads it nowhere in the loop
+    y[i] = s + a * b
+
+
 def _interchanged_adjoint(kernel) -> bool:
     return "rt_carry_" in kernel.source().split("_adjoint(")[1]
 
@@ -533,4 +546,24 @@ def test_branch_saves_and_local_bounds_differentiate(kernel):
         wp.launch(kernel, size, inputs=[a["x"], n], outputs=[a["y"]])
 
     check_tape(run, {"x": rng.uniform(0.2, 0.9, size)}, {"y": np.zeros(size)},
+               {"x": wp.float64, "y": wp.float64})
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_a_local_restored_in_one_arm(threading, mode):
+    """The loop's reverse restores ``a`` in one arm of a branch: a thread whose arm did not
+    carries ``a`` on unchanged (it came out as the phase's zero, and the gradient of the code
+    before the loop, which reads ``a``, was wrong)."""
+    threading(mode)
+    assert _interchanged_adjoint(restored_in_one_arm)
+    x = np.linspace(-1.0, 1.0, ADJOINT_STRIP + 9)
+
+    def run():
+        return _gradient_and_values(restored_in_one_arm, x, [6])
+
+    for got, want in zip(run(), debug_reference(run)):
+        np.testing.assert_array_equal(got, want)
+    check_tape(lambda a: wp.launch(restored_in_one_arm, 9, inputs=[a["x"], 6],
+                                   outputs=[a["y"]]),
+               {"x": np.linspace(-0.9, 0.8, 9)}, {"y": np.zeros(9)},
                {"x": wp.float64, "y": wp.float64})

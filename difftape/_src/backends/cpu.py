@@ -378,8 +378,6 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
     declared = {k: v for k, v in {**kernel.locals, **writer.declared}.items()
                 if k in analysis.restored or k.startswith("flag_")
                 or (k.startswith("adj_") and k in named) or k in outlive}
-    for piece in pieces:  # set around the strip's threads, as the loop's own variable is
-        declared.pop(piece.var, None)
     writer.declarations(prologue, declared)
     if swapped_adjoint:
         interchanged_adjoint_loops(kernel, variant, out, setup, prologue.lines, swap, writer)

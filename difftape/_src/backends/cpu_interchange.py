@@ -56,12 +56,16 @@ def write_interchanged(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Interchan
         writer.runtime.add("rt_tiny")
     pieces = []
     for n, part in enumerate(interchange_pieces(swap.loop.body) if swap.inner else ()):
+        # Each piece sets the loops' variables it runs in (the prologue may have zeroed them).
         piece = SourceBuilder()
+        piece.line(f"{swap.loop.var} = int32(rt_it)")
         if isinstance(part, ir.For):
+            counter = f"rt_inner{n}"
+            piece.line(f"{part.var} = int32({counter})")
             writer.write(part.body, piece, replay=False)
-            pieces.append(Piece(piece.lines, assigned(part.body), part.var, f"rt_inner{n}",
+            pieces.append(Piece(piece.lines, assigned(part.body), part.var, counter,
                                 tuple(writer.code(e) for e in (part.start, part.stop, part.step))))
-        else:
+        elif part:
             writer.write(part, piece, replay=False)
             pieces.append(Piece(piece.lines, assigned(part)))
     writer.lane_same = None
@@ -187,9 +191,11 @@ def write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: I
     live = live_names(trees, {local for local, _, _, _, _ in writer.privates})
     saves += [[(v, v) for v in carried if v in a and v in later[k] and v in live]
               for k, (a, _) in enumerate(flows) if k]
-    if swap.exits:  # a thread that skips an iteration saves back what it loaded
-        for k in replay + reverse:
-            loads[k] += [v for v, _ in saves[k] if v not in loads[k]]
+    # A phase saves back what it loaded where it may leave a local unassigned: a thread that
+    # skips an iteration, a branch that restores a local in one arm (its loads are dead code
+    # where every path assigns it).
+    for k in range(1, len(phases)):
+        loads[k] += [v for v, _ in saves[k] if v not in loads[k]]
     swapped = SwappedAdjoint(phases, carried, loads, saves, moves, parts, exits=swap.exits,
                              alone=alone, unbounded=unbounded, replay=replay, reverse=reverse,
                              inner=inner)
@@ -208,13 +214,14 @@ def write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: I
 def _units(lines: list[str], inner_parts: dict, part: str) -> list[tuple[list[str], int | None]]:
     """A loop's replay or reverse split at the loops inside it (``PHASE_MARK <key>``): runs of
     lines and inner loops' bodies by turns, a run first and last, each with the key of the
-    inner loop that runs it, else None. The runs after the first start with the loop
-    variable's line, as the first does (it is set in every thread)."""
+    inner loop that runs it, else None. The units after the first start with the loop
+    variable's line, as the first does (each thread sets it: the prologue may have zeroed
+    it)."""
     units: list[tuple[list[str], int | None]] = [([], None)]
     for line in lines:
         if line.startswith(PHASE_MARK + " "):
             key = int(line[len(PHASE_MARK) + 1:])
-            units += [(inner_parts[key][part], key), ([lines[0]], None)]
+            units += [([lines[0]] + inner_parts[key][part], key), ([lines[0]], None)]
         else:
             units[-1][0].append(line)
     return units
@@ -237,6 +244,8 @@ def _whole(phases: list[list[str]], units: list[int], inner: dict, writer=None) 
 
 def _guarded(test: str, lines: list[str], *last: str) -> list[str]:
     """``lines`` (and ``last``) under ``if test:``."""
+    if not lines and not last:
+        return []
     return [f"if {test}:"] + [f"    {line}" for line in [*lines, *last]]
 
 

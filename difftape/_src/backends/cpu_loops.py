@@ -293,8 +293,9 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
                 threads(unit, wide)
                 if loop is not None and unit in swap.reverse:
                     flushes = writer.lane_flush_lines(loop["key"])
-                    if flushes:
-                        out.line(loop["reverse"][0])  # its variable, which the indices read
+                    if flushes:  # the loops' variables, which the indices read
+                        out.line(parts["reverse"][0])
+                        out.line(loop["reverse"][0])
                         for line in flushes:
                             out.line(line)
 
@@ -569,7 +570,6 @@ def interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder
                     with ExitStack() as inner:
                         if piece.var is not None:
                             inner.enter_context(out.block(piece.header()))
-                            out.line(f"{piece.var} = int32({piece.counter})")
                         part = piece.lines
                         if swap.exits:  # a flag is set after the last inner loop only
                             part = [guard] + ["    " + line for line in part]
