@@ -285,6 +285,26 @@ def sphere_pixels(eye: wp.array(dtype=wp.vec3), depth: wp.array2d(dtype=float)):
 
 
 @wp.kernel
+def sphere_scene(d: wp.array(dtype=wp.vec3), centers: wp.array(dtype=wp.vec3),
+                 t: wp.array(dtype=float)):
+    # Sphere tracing a scene of 8 spheres: each of up to 24 steps finds the nearest sphere in a
+    # loop over the scene (a loop inside the marching loop); every ray reads every center,
+    # whose gradients sum over all rays.
+    i = wp.tid()
+    u = wp.normalize(d[i] * 0.3 + wp.vec3(0.0, 0.0, 1.0))
+    s = float(0.0)
+    for k in range(24):
+        h = float(1.0e6)
+        for q in range(centers.shape[0]):
+            c = centers[q] * 0.5 + wp.vec3(0.0, 0.0, 3.0)
+            h = wp.min(h, wp.length(u * s - c) - 0.4)
+        if wp.abs(h) < 1.0e-4:
+            break
+        s = s + wp.min(h, 0.5)
+    t[i] = s
+
+
+@wp.kernel
 def newton_while(a: wp.array(dtype=float), r: wp.array(dtype=float)):
     # Newton's square root of 2 + a, to convergence: a while loop of ~5 steps.
     i = wp.tid()
@@ -302,7 +322,7 @@ PARTICLES = 2048
 ROWS = N // 16
 # Cases whose loops warp-lang's adjoint does not replay (SPEC §5.4): its gradients there are
 # wrong, and only difftape's are checked (tests/kernels/test_interchanged_break.py).
-WARP_GRADIENT_WRONG = {"sphere_march", "sphere_pixels", "newton_while"}
+WARP_GRADIENT_WRONG = {"sphere_march", "sphere_pixels", "sphere_scene", "newton_while"}
 # name -> (launch dim, arguments: (dtype name, element shape, numpy scalar[, the array's own
 # shape, where not the launch's]) or "index"; the last argument is the output whose gradient is
 # seeded with ones)
@@ -345,6 +365,8 @@ CASES = {
                              ("float32", (), "f4", (ROWS, 16))]),
     "sphere_march": (N, [("vec3", (3,), "f4"), ("float32", (), "f4")]),
     "sphere_pixels": ((1000, 1000), [("vec3", (3,), "f4", (1,)), ("float32", (), "f4")]),
+    "sphere_scene": (N // 4, [("vec3", (3,), "f4"), ("vec3", (3,), "f4", (8,)),
+                              ("float32", (), "f4")]),
     "newton_while": (N, [("float32", (), "f4"), ("float32", (), "f4")]),
 }
 

@@ -10,6 +10,7 @@ import pytest
 import difftape as wp
 from difftape._src.codegen.interchange import ADJOINT_STRIP
 from difftape._src.codegen.strips import STRIP
+from tests.fdcheck import check_tape
 from tests.kernels.modes import debug_reference
 
 
@@ -193,3 +194,16 @@ def test_rows_of_a_nest(threading, mode):
     np.testing.assert_array_equal(y, y_ref)
     np.testing.assert_array_equal(gx, gx_ref)
     np.testing.assert_allclose(gc, gc_ref, rtol=1e-12)
+
+
+def test_a_nest_differentiates():
+    """Finite differences of the interchanged nest (float64): the values each thread reads and
+    the coefficients every thread reads in the inner loop."""
+    shape = (2, 5)
+    rng = np.random.default_rng(8)
+
+    def run(a):
+        wp.launch(grid_sums, shape, inputs=[a["x"], a["c"], 3], outputs=[a["y"]])
+
+    check_tape(run, {"x": rng.uniform(-1.0, 1.0, shape), "c": rng.uniform(-0.5, 0.5, 4)},
+               {"y": np.zeros(shape)}, {"x": wp.float64, "c": wp.float64, "y": wp.float64})

@@ -275,7 +275,8 @@ def interchanged_adjoint_loops(kernel: ir.KernelIR, variant: Variant, out: Sourc
     # The loop's bounds are the same in every thread and come from no local: the stacks get
     # their room before the strips (``_stack_room``; growing them inside the loop over the
     # strips kept LLVM from vectorizing the reverse sweep's loops: 10x slower).
-    for loop in [parts, *swap.inner.values()]:  # inner loops' bounds read no local either
+    inner_loops = {loop["key"]: loop for loop in swap.inner.values()}  # replay's and reverse's
+    for loop in [parts, *inner_loops.values()]:  # inner loops' bounds read no local either
         names, bounds = loop["names"], loop["bounds"]
         out.line(f"{names['start']}, {names['stop']}, {names['step']} = "
                  f"{bounds['start']}, {bounds['stop']}, {bounds['step']}")
