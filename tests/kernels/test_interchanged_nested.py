@@ -81,16 +81,29 @@ def grid_sums(x: wp.array2d(dtype=wp.float64), c: wp.array(dtype=wp.float64), n:
     y[i, j] = s
 
 
+@wp.kernel
+def window(x: wp.array(dtype=wp.float64), w: wp.array(dtype=wp.float64), steps: int,
+           y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    m = w.shape[0] - 1  # the inner loop's bound, read from a local
+    s = x[i]
+    for t in range(steps):
+        for k in range(m):
+            s = s * wp.float64(0.5) + w[k + 1] * wp.sin(s)
+    y[i] = s
+
+
 def _forward_and_adjoint(kernel, dim: int = 1) -> tuple[str, str]:
     return tuple(kernel.source(dim=dim).split("_adjoint("))
 
 
 def test_the_inner_loops_run_around_the_strips():
     for kernel, dim, loops in ((damped, 1, 1), (damped_steps, 1, 2), (scene, 1, 1),
-                               (grid_sums, 2, 1)):
-        forward, _ = _forward_and_adjoint(kernel, dim)
+                               (grid_sums, 2, 1), (window, 1, 1)):
+        forward, adjoint = _forward_and_adjoint(kernel, dim)
         assert "rt_carry_" in forward, kernel.key
         assert sum(f"for rt_inner{n} in range(" in forward for n in range(1, 4)) == loops
+        assert "rt_carry_" in adjoint and adjoint.count("rt_trip_it_") >= 2 * loops
 
 
 def _damped_run(kernel, n, extra=()):
@@ -207,3 +220,30 @@ def test_a_nest_differentiates():
 
     check_tape(run, {"x": rng.uniform(-1.0, 1.0, shape), "c": rng.uniform(-0.5, 0.5, 4)},
                {"y": np.zeros(shape)}, {"x": wp.float64, "c": wp.float64, "y": wp.float64})
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_inner_bounds_read_from_a_local(threading, mode):
+    threading(mode)
+    n = ADJOINT_STRIP + 11
+    x0 = np.random.default_rng(12).uniform(-1.0, 1.0, n)
+    w0 = np.random.default_rng(13).uniform(-0.5, 0.5, 5)
+
+    def run():
+        x = wp.array(x0, dtype=wp.float64, requires_grad=True)
+        w = wp.array(w0, dtype=wp.float64, requires_grad=True)
+        y = wp.zeros(n, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(window, n, inputs=[x, w, 4], outputs=[y])
+        tape.backward(grads={y: wp.ones(n, dtype=wp.float64)})
+        return y.numpy(), x.grad.numpy(), w.grad.numpy()
+
+    (y, gx, gw), (y_ref, gx_ref, gw_ref) = run(), debug_reference(run)
+    np.testing.assert_array_equal(y, y_ref)
+    np.testing.assert_array_equal(gx, gx_ref)
+    np.testing.assert_allclose(gw, gw_ref, rtol=1e-12)
+    assert gw[0] == 0.0 and np.all(gw[1:] != 0.0)
+    check_tape(lambda a: wp.launch(window, 6, inputs=[a["x"], a["w"], 3], outputs=[a["y"]]),
+               {"x": x0[:6], "w": w0}, {"y": np.zeros(6)},
+               {"x": wp.float64, "w": wp.float64, "y": wp.float64})

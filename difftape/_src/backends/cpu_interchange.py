@@ -17,8 +17,8 @@ from ..codegen.activity import analyze
 from ..codegen.emitter import SourceBuilder
 from ..codegen.forward import PHASE_MARK
 from ..codegen.inline_rules import FLOAT32_ONLY
-from ..codegen.interchange import (ADJOINT_STRIP, Interchange, left_zero, live_names,
-                                   parse_phase, phase_flow, stack_moves)
+from ..codegen.interchange import (ADJOINT_STRIP, Interchange, inlined, left_zero,
+                                   live_names, parse_phase, phase_flow, stack_moves)
 from ..codegen.interchange import pieces as interchange_pieces
 from ..codegen.signs import assigned
 from ..codegen.offsets import definitions
@@ -55,6 +55,7 @@ def write_interchanged(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Interchan
         writer.wide = frozenset()
         writer.runtime.add("rt_tiny")
     pieces = []
+    defs = definitions(body, analysis.single_assigned)  # what inner loops' bounds read
     for n, part in enumerate(interchange_pieces(swap.loop.body) if swap.inner else ()):
         # Each piece sets the loops' variables it runs in (the prologue may have zeroed them).
         piece = SourceBuilder()
@@ -63,8 +64,9 @@ def write_interchanged(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Interchan
             counter = f"rt_inner{n}"
             piece.line(f"{part.var} = int32({counter})")
             writer.write(part.body, piece, replay=False)
+            shared = (inlined(e, defs) for e in (part.start, part.stop, part.step))
             pieces.append(Piece(piece.lines, assigned(part.body), part.var, counter,
-                                tuple(writer.code(e) for e in (part.start, part.stop, part.step))))
+                                tuple(writer.code(e) for e in shared)))
         elif part:
             writer.write(part, piece, replay=False)
             pieces.append(Piece(piece.lines, assigned(part)))
@@ -87,16 +89,19 @@ def write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: I
         return None
     # (An inner loop's variable is restored around its loop where the plain adjoint needs it:
     # it is read in its loop's body only, which sets it.)
-    if _reads_locals(kernel, swap.loop):
-        # The stacks get their room before the strips: the bounds are written from the
-        # parameters, shapes and constants that the locals they read are computed from.
+    if any(_reads_locals(kernel, loop) for loop in (swap.loop, *swap.inner)):
+        # The stacks get their room before the strips: the bounds (the inner loops' too, set
+        # around the strips) are written from the parameters, shapes and constants that the
+        # locals they read are computed from.
         defs = definitions(body, analysis.single_assigned)
-        loop = dataclasses.replace(swap.loop, **{
-            key: _inlined(getattr(swap.loop, key), defs) for key in ("start", "stop", "step")})
-        if _reads_locals(kernel, loop):
+        inner = {id(s): _with_inlined_bounds(s, defs) for s in swap.inner}
+        loop = _with_inlined_bounds(swap.loop, defs)
+        loop = dataclasses.replace(loop, body=[inner.get(id(s), s) for s in loop.body])
+        if any(_reads_locals(kernel, s) for s in (loop, *inner.values())):
             return None
         body = [loop if s is swap.loop else s for s in body]
-        swap = dataclasses.replace(swap, loop=loop)
+        swap = dataclasses.replace(swap, loop=loop, inner=tuple(inner.values()))
+        analysis = analyze(body, kernel)
 
     def write():
         writer = writer_for(kernel, body, analysis, variant, adjoint=True)
@@ -296,12 +301,6 @@ def _reads_locals(kernel: ir.KernelIR, loop: ir.For) -> bool:
                for root in (loop.start, loop.stop, loop.step) for e in ir.walk_expr(root))
 
 
-def _inlined(e: ir.Expr, defs: dict[str, ir.Expr]) -> ir.Expr:
-    """``e`` with each local assigned once (``defs``) replaced by the expression it holds."""
-    if isinstance(e, ir.Var) and e.name in defs:
-        return _inlined(defs[e.name], defs)
-    if isinstance(e, ir.Cast):
-        return dataclasses.replace(e, value=_inlined(e.value, defs))
-    if isinstance(e, ir.Call):
-        return dataclasses.replace(e, args=tuple(_inlined(a, defs) for a in e.args))
-    return e
+def _with_inlined_bounds(loop: ir.For, defs: dict[str, ir.Expr]) -> ir.For:
+    return dataclasses.replace(loop, **{key: inlined(getattr(loop, key), defs)
+                                        for key in ("start", "stop", "step")})

@@ -49,7 +49,7 @@ adjoint plain (``stack_moves``). With
 counts the iterations it ran (``backends/cpu_loops.py``: ``_replay_with_exits``), by which the
 reverse knows which iterations are its own. The stacks get their room before the strips
 (growing them inside kept LLVM from vectorizing the reverse loop), so bounds read from locals
-are written from the parameters, shapes and constants those hold (``cpu_interchange._inlined``). On AMD's
+are written from the parameters, shapes and constants those hold (``inlined``). On AMD's
 Zen cores, loops that call a compiled builtin keep the plain adjoint
 (``backends/cpu_interchange.py``: ``_calls_builtins``; ``backends/cpu_target.py``). The locals it carries
 include the writer's own (replay temporaries, branch conditions, adjoint accumulators other
@@ -140,7 +140,7 @@ def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int,
         return None
     if loop.var in _reads(post) or loop.var in _reads(pre):
         return None
-    if not _uniform_inner_loops(kernel, loop, fixed, _reads(pre) | _reads(post)):
+    if not _uniform_inner_loops(kernel, loop, defs, fixed, _reads(pre) | _reads(post)):
         return None
     inner = tuple(s for s in loop.body if isinstance(s, ir.For))
     threads = {"tidflat", *(f"tid{k}" for k in range(rank))}
@@ -180,12 +180,24 @@ def pieces(stmts: list[ir.Stmt]) -> list[list[ir.Stmt] | ir.For]:
     return split
 
 
-def _uniform_inner_loops(kernel: ir.KernelIR, loop: ir.For, fixed: set[str],
-                         read_around: set[str]) -> bool:
+def inlined(e: ir.Expr, defs: dict[str, ir.Expr]) -> ir.Expr:
+    """``e`` with each local assigned once (``defs``) replaced by the expression it holds."""
+    if isinstance(e, ir.Var) and e.name in defs:
+        return inlined(defs[e.name], defs)
+    if isinstance(e, ir.Cast):
+        return dataclasses.replace(e, value=inlined(e.value, defs))
+    if isinstance(e, ir.Call):
+        return dataclasses.replace(e, args=tuple(inlined(a, defs) for a in e.args))
+    return e
+
+
+def _uniform_inner_loops(kernel: ir.KernelIR, loop: ir.For, defs: dict[str, ir.Expr],
+                         fixed: set[str], read_around: set[str]) -> bool:
     """Whether the loops inside ``loop`` (if any) can run with the strip's threads inside them,
     as ``loop`` does: ``for`` loops at the top level of its body, with no loops inside, no
-    exits and bounds every thread shares that read no local (they are computed around the
-    strip's threads), whose variables are read in their own bodies only. A ``break`` of
+    exits and bounds every thread shares (they are computed around the strip's threads, from
+    the parameters, shapes and constants the locals they read hold: ``inlined``), whose
+    variables are read in their own bodies only. A ``break`` of
     ``loop`` must follow the last of them (the structuring pass puts the code after a break
     under its flag, so one before would put them under a branch), so that a thread leaves
     ``loop`` between iterations only, as each piece's guard assumes.
@@ -199,7 +211,7 @@ def _uniform_inner_loops(kernel: ir.KernelIR, loop: ir.For, fixed: set[str],
     for s in inner:
         if s.reverse or s.exit_flags:
             return False
-        bounds = (s.start, s.stop, s.step)
+        bounds = [inlined(e, defs) for e in (s.start, s.stop, s.step)]
         if any(isinstance(e, ir.Var) and e.name in kernel.locals
                for root in bounds for e in ir.walk_expr(root)):
             return False
