@@ -80,6 +80,7 @@ def write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: I
     """The writer and the phases of an interchanged adjoint, or None where the stacks would
     move differently in different threads, or a local it would carry is not a plain scalar."""
     unbounded = swap.unbounded  # a while loop's stand-in (``interchange._as_for``)
+    given = analysis
     if not any(s is swap.loop for s in body):
         # The adjoint differentiates the plan's body: a while loop's stand-in, an early
         # return's flag as the loop's exit (the same values, step by step).
@@ -113,10 +114,13 @@ def write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: I
         around.line("# reverse: propagate adjoints from the outputs back to the inputs")
         mark = len(around.lines)
         writer.reverse(body, around)
-        return writer, around, around.lines[mark:] + writer.swap_parts.get("reverse", [])
+        parts = writer.swap_parts
+        return writer, around, around.lines[mark:] + parts.get("reverse", []) + [
+            line for inner in parts.get("inner", {}).values() for line in inner["reverse"]]
 
     writer, around, reverse_lines = write()
-    if unbounded and writer.pushed:  # save only what the reverse reads, as ``_function`` does
+    if analysis is not given and writer.pushed:
+        # Analysed afresh: save only what the reverse reads, as ``_function`` does.
         analysis.unsaved = writer.pushed - reverse_reads(reverse_lines)
         if analysis.unsaved:
             writer, around, _ = write()
