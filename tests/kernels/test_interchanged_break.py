@@ -193,6 +193,54 @@ def test_a_return_before_the_loop(threading, mode, n):
     np.testing.assert_allclose(g, np.where(ran, factor, 0.0), rtol=1e-12)
 
 
+@wp.kernel
+def branch_sum(x: wp.array(dtype=wp.float64), active: wp.array(dtype=int), m: int,
+               y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    s = wp.float64(1.0)
+    if active[i] != 0:  # the loop in a branch some threads take
+        p = x[i]
+        s = wp.float64(0.0)
+        for k in range(m):
+            s = s + p
+            p = p * wp.float64(0.9)
+        s = s * wp.float64(2.0)
+    y[i] = s + x[i]
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+@pytest.mark.parametrize("taken", ["none", "some", "all"])
+def test_a_loop_in_a_branch(threading, mode, taken):
+    """The branch's flag (``interchange._lifted_branch``) is one more exit of the interchanged
+    loop: threads whose branch is not taken skip it and the branch's other code, and run the
+    code after the branch. Values and gradients are the plain code's and the closed form's."""
+    threading(mode)
+    size, m = 2 * STRIP + 30, 9
+    assert "rt_carry_flag_skip" in _forward(branch_sum)
+    assert "rt_carry_flag_skip" in _adjoint(branch_sum)
+    rng = np.random.default_rng(len(taken))
+    x0 = rng.uniform(-1.0, 1.0, size)
+    on = {"none": np.zeros(size, bool), "all": np.ones(size, bool),
+          "some": rng.random(size) < 0.5}[taken]
+
+    def run():
+        x = wp.array(x0, dtype=wp.float64, requires_grad=True)
+        y = wp.zeros(size, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(branch_sum, size, inputs=[x, wp.array(on.astype(np.int32), dtype=int), m],
+                      outputs=[y])
+        tape.backward(grads={y: wp.ones(size, dtype=wp.float64)})
+        return y.numpy(), x.grad.numpy()
+
+    (y, g), (y_ref, g_ref) = run(), debug_reference(run)
+    np.testing.assert_array_equal(y, y_ref)
+    np.testing.assert_array_equal(g, g_ref)
+    factor = 2.0 * (1.0 - 0.9 ** m) / 0.1
+    np.testing.assert_allclose(y, np.where(on, x0 * factor, 1.0) + x0, rtol=1e-12)
+    np.testing.assert_allclose(g, np.where(on, factor, 0.0) + 1.0, rtol=1e-12)
+
+
 @pytest.mark.parametrize("mode", ["serial", "auto"])
 @pytest.mark.parametrize("size", [3, ADJOINT_STRIP + 7, 2 * STRIP + 30])
 def test_returns_inside_the_loop(threading, mode, size):

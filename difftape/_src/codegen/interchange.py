@@ -17,17 +17,19 @@ memory, which is excluded: no array the kernel writes may be read by it. The loo
 - it is a ``for`` at the top level of the body (under no branch but an early return's:
   ``if i >= n: return`` before it puts the rest of the body under the return's flag, which
   becomes one more exit of the loop, threads that returned skipping it and the code around it:
-  ``_returned_early``), not reversed; the loops inside it must be ``for`` loops at the top
+  ``_returned_early``), or at the top level of a branch without ``else`` (``if active[i]:``),
+  whose condition is kept in a flag that becomes an exit the same way (``_lifted_branch``),
+  not reversed; the loops inside it must be ``for`` loops at the top
   of its body whose bounds every thread shares (``_uniform_inner_loops``): the strip's threads
   then run inside them too, a piece of the body at a time (``pieces``), where a loop over the
   strip's threads around a per-thread inner loop would not vectorize (15% slower measured);
 - a ``break`` in it ends it for its thread alone (and so does a ``return``, whose flag the
   code after the loop is under already: ``structure.kernel_return_flag``): the flag it sets is
   carried, a thread whose flag is set skips the rest of the iterations, and the strip leaves
-  the loop once every thread's is (``exits``; ``backends/cpu_loops.py`` runs the last few threads on their own,
-  and sums the adds at an index the loop's variable picks after each of their iterations
-  too). 1M sphere-tracing loops of up to 32 steps, forward: 152 -> 15 ms on one core
-  (warp-lang 148), backward 533 -> 79 ms (below).
+  the loop once every thread's is (``exits``; ``backends/cpu_loops.py`` runs the last few
+  threads on their own, and sums the adds at an index the loop's variable picks after each of
+  their iterations too). 1M sphere-tracing loops of up to 32 steps, forward: 152 -> 15 ms on
+  one core (warp-lang 148), backward 533 -> 79 ms (below).
 - a ``while`` loop is such a ``for`` (``_as_for``), over ``range(WHILE_STEPS)``, whose thread
   breaks once its condition fails; it is taken where the body has no top-level ``for``. 1M
   Newton square roots of ~5 steps: 8.8 -> 2.6 ms (warp-lang 9.6). Its adjoint differentiates
@@ -51,12 +53,12 @@ reverse knows which iterations are its own. The stacks get their room before the
 (growing them inside kept LLVM from vectorizing the reverse loop), so bounds read from locals
 are written from the parameters, shapes and constants those hold (``inlined``). On AMD's
 Zen cores, loops that call a compiled builtin keep the plain adjoint
-(``backends/cpu_interchange.py``: ``_calls_builtins``; ``backends/cpu_target.py``). The locals it carries
-include the writer's own (replay temporaries, branch conditions, adjoint accumulators other
-than those every phase leaves zero: ``left_zero``), so ``phase_flow`` reads them off the
-generated code. Each thread's gradients are bit for bit the plain adjoint's; adds that several
-threads make into one element are summed in another (fixed) order. The benchmark's
-dynamic-loop backward went from 310 to 73 ms on one core.
+(``backends/cpu_interchange.py``: ``_calls_builtins``; ``backends/cpu_target.py``). The locals
+it carries include the writer's own (replay temporaries, branch conditions, adjoint
+accumulators other than those every phase leaves zero: ``left_zero``), so ``phase_flow`` reads
+them off the generated code. Each thread's gradients are bit for bit the plain adjoint's;
+adds that several threads make into one element are summed in another (fixed) order. The
+benchmark's dynamic-loop backward went from 310 to 73 ms on one core.
 """
 
 from __future__ import annotations
@@ -114,6 +116,12 @@ def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int,
     if not (kernel.tid_flat or kernel.tid_vars):
         return None
     head, rest, guard = _returned_early(body)
+    skip, before, after = None, [], []
+    if not any(isinstance(s, (ir.For, ir.While)) for s in rest):
+        lifted = _lifted_branch(kernel, rest)
+        if lifted is None:
+            return None
+        before, rest, after, skip = lifted
     at = next((k for k, s in enumerate(rest) if isinstance(s, ir.For)), None)
     unbounded = at is None
     if not unbounded:
@@ -125,13 +133,17 @@ def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int,
         flag_init, loop = _as_for(kernel, rest[at])
         pre = rest[:at] + flag_init
     post = rest[at + 1:]
+    if skip is not None:  # threads whose branch is not taken skip the loop and the code around it
+        pre = before + _under(skip, pre)
+        post = _under(skip, post) + after
+        loop = dataclasses.replace(loop, exit_flags=tuple(sorted({*loop.exit_flags, skip})))
     if guard is not None:  # threads that returned skip the code before, in and after the loop
         pre = head + _under(guard, pre)
         post = _under(guard, post)
         loop = dataclasses.replace(loop, exit_flags=tuple(sorted({*loop.exit_flags, guard})))
     if loop.reverse or _shares_memory(body) or _has_opaque(body):
         return None
-    if not set(loop.exit_flags) <= {break_flag(loop.loop_id), kernel_return_flag()}:
+    if not set(loop.exit_flags) <= {break_flag(loop.loop_id), kernel_return_flag(), skip}:
         return None
     defs = definitions(body, single_assigned)
     params = {p.symbol for p in kernel.flat_params() if not p.is_array}
@@ -151,6 +163,8 @@ def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int,
         | (assigned(loop.body) & (exposed | _reads(post)))
     carried_names -= threads | {loop.var} | {s.var for s in inner}
     carried_names |= set(loop.exit_flags)  # read by the guard around each iteration
+    if skip is not None:
+        kernel.locals[skip] = dtypes.bool_
     carried = {}
     for name in sorted(carried_names):
         t = kernel.locals.get(name)
@@ -243,6 +257,29 @@ def _returned_early(body: list[ir.Stmt]) -> tuple[list[ir.Stmt], list[ir.Stmt], 
     if any(isinstance(s, (ir.For, ir.While)) for s in ir.walk_stmts(head)):
         return [], body, None
     return head, body[-1].body, flag
+
+
+def _lifted_branch(kernel: ir.KernelIR, stmts: list[ir.Stmt]):
+    """Where the loop sits in a branch (``if active[i]: ... for k in range(n): ...``): the
+    statements before the branch with the assignment of a new flag, true where the branch is
+    not taken (``flag = not cond``); the branch's body; the statements after it; and the flag,
+    which becomes one more exit of the loop, set before it, as an early return's flag does
+    (``_returned_early``). None where no branch without ``else`` holds a loop at its top level,
+    or loops stand elsewhere."""
+    at = next((k for k, s in enumerate(stmts) if isinstance(s, ir.If) and not s.orelse
+               and any(isinstance(t, (ir.For, ir.While)) for t in s.body)), None)
+    if at is None:
+        return None
+    branch, around = stmts[at], stmts[:at] + stmts[at + 1:]
+    if any(isinstance(s, (ir.For, ir.While)) for s in ir.walk_stmts(around)):
+        return None
+    flag = f"flag_skip{at}"  # added to the kernel's locals where the plan holds (``plan``)
+    if kernel.locals.get(flag, dtypes.bool_) is not dtypes.bool_:
+        return None
+    not_ = registry.lookup("logical_not")[0]
+    cleared = ir.Assign(line=branch.line, text=branch.text, file=branch.file, target=flag,
+                        value=ir.Call(dtypes.bool_, not_, (branch.cond,)))
+    return stmts[:at] + [cleared], branch.body, stmts[at + 1:], flag
 
 
 def _under(flag: str, stmts: list[ir.Stmt]) -> list[ir.Stmt]:
