@@ -93,13 +93,26 @@ def window(x: wp.array(dtype=wp.float64), w: wp.array(dtype=wp.float64), steps: 
     y[i] = s
 
 
+@wp.kernel
+def settle(x: wp.array(dtype=wp.float64), w: wp.array(dtype=wp.float64),
+           y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    v = x[i]
+    rounds = int(0)
+    while rounds < 60 and wp.abs(v) > wp.float64(1.0e-3):  # each thread its own count
+        for k in range(w.shape[0]):
+            v = v * w[k] + wp.float64(1.0e-4) * wp.sin(v)
+        rounds = rounds + 1
+    y[i] = v + wp.float64(rounds)
+
+
 def _forward_and_adjoint(kernel, dim: int = 1) -> tuple[str, str]:
     return tuple(kernel.source(dim=dim).split("_adjoint("))
 
 
 def test_the_inner_loops_run_around_the_strips():
     for kernel, dim, loops in ((damped, 1, 1), (damped_steps, 1, 2), (scene, 1, 1),
-                               (grid_sums, 2, 1), (window, 1, 1)):
+                               (grid_sums, 2, 1), (window, 1, 1), (settle, 1, 1)):
         forward, adjoint = _forward_and_adjoint(kernel, dim)
         assert "rt_carry_" in forward, kernel.key
         assert sum(f"for rt_inner{n} in range(" in forward for n in range(1, 4)) == loops
@@ -246,4 +259,37 @@ def test_inner_bounds_read_from_a_local(threading, mode):
     assert gw[0] == 0.0 and np.all(gw[1:] != 0.0)
     check_tape(lambda a: wp.launch(window, 6, inputs=[a["x"], a["w"], 3], outputs=[a["y"]]),
                {"x": x0[:6], "w": w0}, {"y": np.zeros(6)},
+               {"x": wp.float64, "w": wp.float64, "y": wp.float64})
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_a_while_loop_holding_a_loop(threading, mode):
+    """A while loop whose threads run different numbers of rounds of an inner loop (some past
+    the adjoint stacks' first room, ``cpu_loops.WHILE_ROOM``): its condition is checked after
+    each round (``interchange._as_for``), values and gradients are the plain loops'."""
+    threading(mode)
+    n = 2 * ADJOINT_STRIP + 5
+    rng = np.random.default_rng(14)
+    x0 = rng.uniform(-2.0, 2.0, n)
+    x0[7] = 0.0  # no round at all
+    w0 = np.array([0.9, 0.95, 0.99])  # |v| shrinks by 0.85 a round: up to ~50 rounds
+
+    def run():
+        x = wp.array(x0, dtype=wp.float64, requires_grad=True)
+        w = wp.array(w0, dtype=wp.float64, requires_grad=True)
+        y = wp.zeros(n, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(settle, n, inputs=[x, w], outputs=[y])
+        tape.backward(grads={y: wp.ones(n, dtype=wp.float64)})
+        return y.numpy(), x.grad.numpy(), w.grad.numpy()
+
+    (y, gx, gw), (y_ref, gx_ref, gw_ref) = run(), debug_reference(run)
+    np.testing.assert_array_equal(y, y_ref)
+    np.testing.assert_array_equal(gx, gx_ref)
+    np.testing.assert_allclose(gw, gw_ref, rtol=1e-12)
+    rounds = np.floor(y + 0.5)
+    assert rounds.min() == 0 and rounds.max() > 40
+    check_tape(lambda a: wp.launch(settle, 5, inputs=[a["x"], a["w"]], outputs=[a["y"]]),
+               {"x": np.array([0.5, -1.3, 0.02, 1.9, -0.7]), "w": w0}, {"y": np.zeros(5)},
                {"x": wp.float64, "w": wp.float64, "y": wp.float64})

@@ -10,8 +10,8 @@ bits so that ``M`` times them is exact. The quotient's fractional part is then a
 loop). The rows are stored divided by ``2**E``, so that ``|x|`` multiplies them directly: the
 products are the same (exact, or rounded alike), without extracting ``M`` from the bits (one
 core, 4M sines: 24 -> 18 ms). Sine and cosine of the remainder (``|r| <= pi/4``) come from
-Taylor polynomials of degree 13 and 14 evaluated in double, accurate to ~2**-45, so the float32
-result is correctly rounded except within ~2**-45 of a rounding midpoint
+Taylor polynomials of degree 13 and 14 evaluated in double (Estrin's scheme), accurate to
+~2**-45, so the float32 result is correctly rounded except within ~2**-45 of a rounding midpoint
 (tests/ops/test_cpu_trig.py measures max 0.5 ulp). The tangent is their quotient, ``s/c`` or
 ``-c/s`` by the quadrant's parity.
 
@@ -106,11 +106,17 @@ def _reduce(x):
 
 @njit(cache=True)
 def _sine_cosine(r):
-    r2 = r * r
-    s = r + r * r2 * (_SIN[1] + r2 * (_SIN[2] + r2 * (_SIN[3] + r2 * (
-        _SIN[4] + r2 * (_SIN[5] + r2 * _SIN[6])))))
-    c = 1.0 + r2 * (_COS[1] + r2 * (_COS[2] + r2 * (_COS[3] + r2 * (
-        _COS[4] + r2 * (_COS[5] + r2 * (_COS[6] + r2 * _COS[7]))))))
+    # Estrin's scheme (pairs of terms, then pairs of pairs) rather than Horner's: the chain of
+    # dependent operations is about half as long, and a thread whose next angle depends on
+    # this sine waits on it (a loop of v = sin(v) * 0.9 + 0.3: 31.9 -> 26.6 ns a step, one
+    # core; the same float32 results on 20M angles).
+    z = r * r
+    z2 = z * z
+    z4 = z2 * z2
+    s = r + (r * z) * ((_SIN[1] + _SIN[2] * z) + z2 * (_SIN[3] + _SIN[4] * z)
+                       + z4 * (_SIN[5] + _SIN[6] * z))
+    c = 1.0 + z * (((_COS[1] + _COS[2] * z) + z2 * (_COS[3] + _COS[4] * z))
+                   + z4 * ((_COS[5] + _COS[6] * z) + z2 * _COS[7]))
     return s, c
 
 

@@ -296,20 +296,27 @@ def _under(flag: str, stmts: list[ir.Stmt]) -> list[ir.Stmt]:
 def _as_for(kernel: ir.KernelIR, loop: ir.While) -> tuple[list[ir.Stmt], ir.For]:
     """``while cond: body`` as a ``for`` over ``range(WHILE_STEPS)`` that a thread leaves by
     the while loop's break flag, set once ``cond`` is false: ``if not cond: flag = True``, then
-    the body under ``if not flag``. Also the statement that clears the flag before the loop,
-    where the while loop has no ``break`` (the structuring pass clears it otherwise). The flag
-    and the loop's counter are added to ``kernel.locals``, as the structuring pass adds its
-    flags."""
+    the body under ``if not flag`` (where loops stand in the body, the body, then the check
+    under ``if not flag``, the first check before the loop). Also the statements before the
+    loop: the one that clears the flag, where the while loop has no ``break`` (the structuring
+    pass clears it otherwise), and that first check. The flag and the loop's counter are added
+    to ``kernel.locals``, as the structuring pass adds its flags."""
     flag, counter = break_flag(loop.loop_id), f"rt_while{loop.loop_id}"
     kernel.locals[flag], kernel.locals[counter] = dtypes.bool_, dtypes.int32
     where = {"line": loop.line, "text": loop.text, "file": loop.file}
     not_ = registry.lookup("logical_not")[0]
     cleared = [] if flag in loop.exit_flags else [
         ir.Assign(**where, target=flag, value=ir.Const(dtypes.bool_, False))]
-    body = [ir.If(**where, cond=ir.Call(dtypes.bool_, not_, (loop.cond,)),
-                  body=[ir.Assign(**where, target=flag, value=ir.Const(dtypes.bool_, True))]),
-            ir.If(**where, cond=ir.Call(dtypes.bool_, not_, (ir.Var(dtypes.bool_, flag),)),
-                  body=loop.body)]
+    check = ir.If(**where, cond=ir.Call(dtypes.bool_, not_, (loop.cond,)),
+                  body=[ir.Assign(**where, target=flag, value=ir.Const(dtypes.bool_, True))])
+    running = ir.Call(dtypes.bool_, not_, (ir.Var(dtypes.bool_, flag),))
+    if any(isinstance(s, ir.For) for s in loop.body):
+        # Loops inside stay at the top of the body (``_uniform_inner_loops``): the condition is
+        # checked before the loop and after each iteration that did not break instead.
+        cleared.append(check)
+        body = [*loop.body, ir.If(**where, cond=running, body=[check])]
+    else:
+        body = [check, ir.If(**where, cond=running, body=loop.body)]
     steps = [ir.Const(dtypes.int32, v) for v in (0, WHILE_STEPS, 1)]
     return cleared, ir.For(**where, var=counter, start=steps[0], stop=steps[1], step=steps[2],
                            body=body, loop_id=loop.loop_id,
