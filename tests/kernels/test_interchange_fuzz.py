@@ -5,10 +5,10 @@ gradients of values every thread reads up to summation order.
 Each kernel's loop body is drawn from statements that exercise what the interchange has to
 follow: carried locals, branches whose arms save unalike (nested too), ``break``, ``continue``
 and ``return``, a ``return`` before the loop, a ``while`` loop, a loop inside the loop, the
-loop in a branch, builtins of a few instructions and compiled ones, coefficients the loop's
-variables pick, a value every thread reads before the loop, and one- and two-dimensional
-launches. The kernels are written to a file and imported (kernels are parsed from their
-source)."""
+loop in a branch, a second loop after it, builtins of a few instructions and compiled ones,
+coefficients the loop's variables pick, a value every thread reads before the loop, and one-
+and two-dimensional launches. The kernels are written to a file and imported (kernels are
+parsed from their source)."""
 
 import importlib.util
 import random
@@ -82,6 +82,9 @@ def _kernel_source(name: str, rng: random.Random, two_d: bool, width: int,
     else:
         head = ["for k in range(n):"]
     lines = head + ["    " + line for stmt in body for line in stmt.split("\n")]
+    if nest and rng.random() < 0.3:  # a second loop after it
+        lines += ["for j in range(n // 3):", "    s = s * wp.float64(0.8) + c[j] * b",
+                  "    if s > a:", "        b = b + s * wp.float64(0.1)"]
     if nest and rng.random() < 0.4:  # the loop in a branch some threads take
         lines = ["if a > wp.float64(-0.4):", "    b = b * wp.float64(1.5)"] + [
             "    " + line for line in lines] + ["    s = s - b"]

@@ -106,13 +106,30 @@ def settle(x: wp.array(dtype=wp.float64), w: wp.array(dtype=wp.float64),
     y[i] = v + wp.float64(rounds)
 
 
+@wp.kernel
+def two_passes(x: wp.array(dtype=wp.float64), w: wp.array(dtype=wp.float64), n: int,
+               y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    if i >= n:  # the usual early return
+        return
+    v = x[i]
+    s = wp.float64(0.0)
+    for k in range(w.shape[0]):  # two loops one after the other
+        s = s + w[k] * wp.sin(v * wp.float64(k + 1))
+    m = s * wp.float64(0.5)
+    for k in range(w.shape[0] - 1):
+        m = m * wp.float64(0.9) + w[k + 1] * s
+    y[i] = m
+
+
 def _forward_and_adjoint(kernel, dim: int = 1) -> tuple[str, str]:
     return tuple(kernel.source(dim=dim).split("_adjoint("))
 
 
 def test_the_inner_loops_run_around_the_strips():
     for kernel, dim, loops in ((damped, 1, 1), (damped_steps, 1, 2), (scene, 1, 1),
-                               (grid_sums, 2, 1), (window, 1, 1), (settle, 1, 1)):
+                               (grid_sums, 2, 1), (window, 1, 1), (settle, 1, 1),
+                               (two_passes, 1, 2)):
         forward, adjoint = _forward_and_adjoint(kernel, dim)
         assert "rt_carry_" in forward, kernel.key
         assert sum(f"for rt_inner{n} in range(" in forward for n in range(1, 4)) == loops
@@ -292,4 +309,35 @@ def test_a_while_loop_holding_a_loop(threading, mode):
     assert rounds.min() == 0 and rounds.max() > 40
     check_tape(lambda a: wp.launch(settle, 5, inputs=[a["x"], a["w"]], outputs=[a["y"]]),
                {"x": np.array([0.5, -1.3, 0.02, 1.9, -0.7]), "w": w0}, {"y": np.zeros(5)},
+               {"x": wp.float64, "w": wp.float64, "y": wp.float64})
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_loops_one_after_the_other(threading, mode):
+    """Two loops in a row run as the loops inside a loop of one iteration (``interchange.ONCE``),
+    both interchanged: values and gradients are the plain loops'."""
+    threading(mode)
+    size = 2 * ADJOINT_STRIP + 9
+    n = size - 4  # threads past it return early
+    rng = np.random.default_rng(15)
+    x0 = rng.uniform(-1.0, 1.0, size)
+    w0 = rng.uniform(-0.5, 0.5, 6)
+
+    def run():
+        x = wp.array(x0, dtype=wp.float64, requires_grad=True)
+        w = wp.array(w0, dtype=wp.float64, requires_grad=True)
+        y = wp.zeros(size, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(two_passes, size, inputs=[x, w, n], outputs=[y])
+        tape.backward(grads={y: wp.ones(size, dtype=wp.float64)})
+        return y.numpy(), x.grad.numpy(), w.grad.numpy()
+
+    (y, gx, gw), (y_ref, gx_ref, gw_ref) = run(), debug_reference(run)
+    np.testing.assert_array_equal(y, y_ref)
+    np.testing.assert_array_equal(gx, gx_ref)
+    np.testing.assert_allclose(gw, gw_ref, rtol=1e-12)
+    assert np.all(y[n:] == 0.0) and np.all(gx[n:] == 0.0)
+    check_tape(lambda a: wp.launch(two_passes, 6, inputs=[a["x"], a["w"], 5], outputs=[a["y"]]),
+               {"x": x0[:6], "w": w0}, {"y": np.zeros(6)},
                {"x": wp.float64, "w": wp.float64, "y": wp.float64})

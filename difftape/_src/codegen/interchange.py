@@ -89,6 +89,9 @@ WIDE_CHECK = 16
 # range; a thread's loop that ran longer would not end in any time a kernel runs.
 WHILE_STEPS = 2**31 - 1
 
+# The variable of the loop of one iteration that ``plan`` puts around loops one after the other.
+ONCE = "rt_once"
+
 # The threads of an interchanged adjoint's strip (the forward's are ``STRIP``). Its stacks hold
 # every thread's values of every iteration, so their memory grows with the strip, and shorter
 # strips measured as fast or faster (one core, backward, strips of 512 -> 64 threads: 1M rays
@@ -116,6 +119,18 @@ def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int,
     if not (kernel.tid_flat or kernel.tid_vars):
         return None
     head, rest, guard = _returned_early(body)
+    if sum(isinstance(s, ir.For) for s in rest) > 1 and \
+            kernel.locals.get(ONCE, dtypes.int32) is dtypes.int32:
+        # Loops one after the other: the body as the one iteration of a loop around them,
+        # which makes them loops inside it (``pieces``), every one interchanged.
+        once = ir.For(line=rest[0].line, text=rest[0].text, file=rest[0].file, var=ONCE,
+                      start=ir.Const(dtypes.int32, 0), stop=ir.Const(dtypes.int32, 1),
+                      step=ir.Const(dtypes.int32, 1), body=rest, loop_id=-1)
+        kernel.locals[ONCE] = dtypes.int32
+        whole = head + (_under(guard, [once]) if guard else [once])
+        swap = plan(kernel, whole, rank, single_assigned)
+        if swap is not None:
+            return swap
     skip, before, after = None, [], []
     if not any(isinstance(s, (ir.For, ir.While)) for s in rest):
         lifted = _lifted_branch(kernel, rest)
