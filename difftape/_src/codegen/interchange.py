@@ -31,7 +31,9 @@ memory, which is excluded: no array the kernel writes may be read by it. The loo
   their iterations too). 1M sphere-tracing loops of up to 32 steps, forward: 152 -> 15 ms on
   one core (warp-lang 148), backward 533 -> 79 ms (below).
 - a ``while`` loop is such a ``for`` (``_as_for``), over ``range(WHILE_STEPS)``, whose thread
-  breaks once its condition fails; it is taken where the body has no top-level ``for``. 1M
+  breaks once its condition fails; it is taken where the body has no top-level ``for``.
+  Loops one after the other at the top of the body are the loops inside a loop of one
+  iteration around the body (``ONCE``). 1M
   Newton square roots of ~5 steps: 8.8 -> 2.6 ms (warp-lang 9.6). Its adjoint differentiates
   that ``for``, whose stacks get room for some iterations, and a strip that needs more runs
   again with more (``backends/cpu_loops.py``: ``WHILE_ROOM``).
