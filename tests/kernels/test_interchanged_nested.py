@@ -136,22 +136,37 @@ def test_the_inner_loops_run_around_the_strips():
         assert "rt_carry_" in adjoint and adjoint.count("rt_trip_it_") >= 2 * loops
 
 
+def _xw_run(kernel, dim, x0: np.ndarray, w0: np.ndarray, extra=(), dtype=wp.float64):
+    """A tape through ``kernel(x, w, *extra) -> y`` seeded with ones: ``run()`` returns
+    ``y`` and the gradients of ``x`` and ``w``."""
+    def run():
+        x = wp.array(x0, dtype=dtype, requires_grad=True)
+        w = wp.array(w0, dtype=dtype, requires_grad=True)
+        y = wp.zeros(x0.shape, dtype=dtype, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(kernel, dim, inputs=[x, w, *extra], outputs=[y])
+        tape.backward(grads={y: wp.ones(x0.shape, dtype=dtype)})
+        return y.numpy(), x.grad.numpy(), w.grad.numpy()
+
+    return run
+
+
+def _like_the_plain_loops(run, rtol: float) -> tuple:
+    """``run()``'s values and each thread's gradients are debug mode's bit for bit; the
+    gradient of what every thread reads, up to summation order. Returns ``run()``'s."""
+    (y, gx, gw), (y_ref, gx_ref, gw_ref) = run(), debug_reference(run)
+    np.testing.assert_array_equal(y, y_ref)
+    np.testing.assert_array_equal(gx, gx_ref)
+    np.testing.assert_allclose(gw, gw_ref, rtol=rtol)
+    return y, gx, gw
+
+
 def _damped_run(kernel, n, extra=()):
     rng = np.random.default_rng(n)
     x0 = rng.uniform(-1.0, 1.0, n).astype(np.float32)
     w0 = rng.uniform(0.2, 1.0, 5).astype(np.float32)
-
-    def run():
-        x = wp.array(x0, dtype=wp.float32, requires_grad=True)
-        w = wp.array(w0, dtype=wp.float32, requires_grad=True)
-        y = wp.zeros(n, dtype=wp.float32, requires_grad=True)
-        tape = wp.Tape()
-        with tape:
-            wp.launch(kernel, n, inputs=[x, w, 6, *extra], outputs=[y])
-        tape.backward(grads={y: wp.ones(n, dtype=wp.float32)})
-        return y.numpy(), x.grad.numpy(), w.grad.numpy()
-
-    return run
+    return _xw_run(kernel, n, x0, w0, (6, *extra), wp.float32)
 
 
 @pytest.mark.parametrize("mode", ["serial", "auto"])
@@ -161,20 +176,12 @@ def test_carried_locals_cross_the_pieces(threading, mode, n):
     thread adds into, up to summation order."""
     threading(mode)
     for kernel, extra in ((damped, ()), (damped_steps, (2,))):
-        run = _damped_run(kernel, n, extra)
-        (y, gx, gw), (y_ref, gx_ref, gw_ref) = run(), debug_reference(run)
-        np.testing.assert_array_equal(y, y_ref)
-        np.testing.assert_array_equal(gx, gx_ref)
-        np.testing.assert_allclose(gw, gw_ref, rtol=1e-5)
+        _like_the_plain_loops(_damped_run(kernel, n, extra), rtol=1e-5)
 
 
 def test_inner_loops_that_run_no_iteration(threading):
     threading("serial")
-    run = _damped_run(damped_steps, STRIP + 5, (0,))
-    (y, gx, gw), (y_ref, gx_ref, gw_ref) = run(), debug_reference(run)
-    np.testing.assert_array_equal(y, y_ref)
-    np.testing.assert_array_equal(gx, gx_ref)
-    np.testing.assert_allclose(gw, gw_ref, rtol=1e-5)
+    _like_the_plain_loops(_damped_run(damped_steps, STRIP + 5, (0,)), rtol=1e-5)
 
 
 @pytest.mark.parametrize("mode", ["serial", "auto"])
@@ -222,21 +229,7 @@ def test_rows_of_a_nest(threading, mode):
     rng = np.random.default_rng(5)
     x0 = rng.uniform(-1.0, 1.0, shape)
     c0 = rng.uniform(-0.5, 0.5, 4)
-
-    def run():
-        x = wp.array(x0, dtype=wp.float64, requires_grad=True)
-        c = wp.array(c0, dtype=wp.float64, requires_grad=True)
-        y = wp.zeros(shape, dtype=wp.float64, requires_grad=True)
-        tape = wp.Tape()
-        with tape:
-            wp.launch(grid_sums, shape, inputs=[x, c, 3], outputs=[y])
-        tape.backward(grads={y: wp.ones(shape, dtype=wp.float64)})
-        return y.numpy(), x.grad.numpy(), c.grad.numpy()
-
-    (y, gx, gc), (y_ref, gx_ref, gc_ref) = run(), debug_reference(run)
-    np.testing.assert_array_equal(y, y_ref)
-    np.testing.assert_array_equal(gx, gx_ref)
-    np.testing.assert_allclose(gc, gc_ref, rtol=1e-12)
+    _like_the_plain_loops(_xw_run(grid_sums, shape, x0, c0, (3,)), rtol=1e-12)
 
 
 def test_a_nest_differentiates():
@@ -258,21 +251,7 @@ def test_inner_bounds_read_from_a_local(threading, mode):
     n = ADJOINT_STRIP + 11
     x0 = np.random.default_rng(12).uniform(-1.0, 1.0, n)
     w0 = np.random.default_rng(13).uniform(-0.5, 0.5, 5)
-
-    def run():
-        x = wp.array(x0, dtype=wp.float64, requires_grad=True)
-        w = wp.array(w0, dtype=wp.float64, requires_grad=True)
-        y = wp.zeros(n, dtype=wp.float64, requires_grad=True)
-        tape = wp.Tape()
-        with tape:
-            wp.launch(window, n, inputs=[x, w, 4], outputs=[y])
-        tape.backward(grads={y: wp.ones(n, dtype=wp.float64)})
-        return y.numpy(), x.grad.numpy(), w.grad.numpy()
-
-    (y, gx, gw), (y_ref, gx_ref, gw_ref) = run(), debug_reference(run)
-    np.testing.assert_array_equal(y, y_ref)
-    np.testing.assert_array_equal(gx, gx_ref)
-    np.testing.assert_allclose(gw, gw_ref, rtol=1e-12)
+    _, _, gw = _like_the_plain_loops(_xw_run(window, n, x0, w0, (4,)), rtol=1e-12)
     assert gw[0] == 0.0 and np.all(gw[1:] != 0.0)
     check_tape(lambda a: wp.launch(window, 6, inputs=[a["x"], a["w"], 3], outputs=[a["y"]]),
                {"x": x0[:6], "w": w0}, {"y": np.zeros(6)},
@@ -290,21 +269,7 @@ def test_a_while_loop_holding_a_loop(threading, mode):
     x0 = rng.uniform(-2.0, 2.0, n)
     x0[7] = 0.0  # no round at all
     w0 = np.array([0.9, 0.95, 0.99])  # |v| shrinks by 0.85 a round: up to ~50 rounds
-
-    def run():
-        x = wp.array(x0, dtype=wp.float64, requires_grad=True)
-        w = wp.array(w0, dtype=wp.float64, requires_grad=True)
-        y = wp.zeros(n, dtype=wp.float64, requires_grad=True)
-        tape = wp.Tape()
-        with tape:
-            wp.launch(settle, n, inputs=[x, w], outputs=[y])
-        tape.backward(grads={y: wp.ones(n, dtype=wp.float64)})
-        return y.numpy(), x.grad.numpy(), w.grad.numpy()
-
-    (y, gx, gw), (y_ref, gx_ref, gw_ref) = run(), debug_reference(run)
-    np.testing.assert_array_equal(y, y_ref)
-    np.testing.assert_array_equal(gx, gx_ref)
-    np.testing.assert_allclose(gw, gw_ref, rtol=1e-12)
+    y, _, _ = _like_the_plain_loops(_xw_run(settle, n, x0, w0), rtol=1e-12)
     rounds = np.floor(y + 0.5)
     assert rounds.min() == 0 and rounds.max() > 40
     check_tape(lambda a: wp.launch(settle, 5, inputs=[a["x"], a["w"]], outputs=[a["y"]]),
@@ -322,21 +287,7 @@ def test_loops_one_after_the_other(threading, mode):
     rng = np.random.default_rng(15)
     x0 = rng.uniform(-1.0, 1.0, size)
     w0 = rng.uniform(-0.5, 0.5, 6)
-
-    def run():
-        x = wp.array(x0, dtype=wp.float64, requires_grad=True)
-        w = wp.array(w0, dtype=wp.float64, requires_grad=True)
-        y = wp.zeros(size, dtype=wp.float64, requires_grad=True)
-        tape = wp.Tape()
-        with tape:
-            wp.launch(two_passes, size, inputs=[x, w, n], outputs=[y])
-        tape.backward(grads={y: wp.ones(size, dtype=wp.float64)})
-        return y.numpy(), x.grad.numpy(), w.grad.numpy()
-
-    (y, gx, gw), (y_ref, gx_ref, gw_ref) = run(), debug_reference(run)
-    np.testing.assert_array_equal(y, y_ref)
-    np.testing.assert_array_equal(gx, gx_ref)
-    np.testing.assert_allclose(gw, gw_ref, rtol=1e-12)
+    y, gx, _ = _like_the_plain_loops(_xw_run(two_passes, size, x0, w0, (n,)), rtol=1e-12)
     assert np.all(y[n:] == 0.0) and np.all(gx[n:] == 0.0)
     check_tape(lambda a: wp.launch(two_passes, 6, inputs=[a["x"], a["w"], 5], outputs=[a["y"]]),
                {"x": x0[:6], "w": w0}, {"y": np.zeros(6)},
