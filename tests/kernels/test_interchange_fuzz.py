@@ -4,11 +4,11 @@ gradients of values every thread reads up to summation order.
 
 Each kernel's loop body is drawn from statements that exercise what the interchange has to
 follow: carried locals, branches whose arms save unalike (nested too), ``break``, ``continue``
-and ``return``, a ``return`` before the loop, a ``while`` loop, a loop inside the loop, the
-loop in a branch, a second loop after it, builtins of a few instructions and compiled ones,
-coefficients the loop's variables pick, a value every thread reads before the loop, and one-
-and two-dimensional launches. The kernels are written to a file and imported (kernels are
-parsed from their source)."""
+and ``return``, a ``return`` before the loop, a ``while`` loop, a loop inside the loop (in a
+branch too), the loop in a branch, a second loop after it, builtins of a few instructions and
+compiled ones, coefficients the loop's variables pick, a value every thread reads before the
+loop, and one- and two-dimensional launches. The kernels are written to a file and imported
+(kernels are parsed from their source)."""
 
 import importlib.util
 import random
@@ -73,9 +73,11 @@ def _kernel_source(name: str, rng: random.Random, two_d: bool, width: int,
             head = ["m = int(0)", "while m < n:", "    m = m + 1"]
             body = [stmt for stmt in body if "k %" not in stmt]
             inner = [stmt for stmt in inner if "k)" not in stmt] or [INNER_STATEMENTS[0]]
-        body.insert(rng.randint(0, len(body) // 2), "\n".join(
-            [f"for j in range({bounds}):"]
-            + ["    " + line for stmt in inner for line in stmt.split("\n")]))
+        nested = [f"for j in range({bounds}):"] + [
+            "    " + line for stmt in inner for line in stmt.split("\n")]
+        if rng.random() < 0.3:  # in a branch of the loop
+            nested = ["if a > wp.float64(0.1):"] + ["    " + line for line in nested]
+        body.insert(rng.randint(0, len(body) // 2), "\n".join(nested))
     elif rng.random() < 0.25:  # a while loop with the same statements
         head = ["m = int(0)", "while m < n:", "    m = m + 1"]
         body = [stmt for stmt in body if "k %" not in stmt] or [STATEMENTS[0]]
@@ -120,14 +122,15 @@ def kernels(tmp_path_factory):
 
 
 def test_most_nests_are_interchanged(kernels):
-    """The kernels with a loop inside the loop mostly run both interchanged, forward and
-    backward (the others have it after an exit, or the loop is a while loop)."""
+    """A third or more of the kernels with a loop inside the loop run both interchanged,
+    forward and backward (the others have it after an exit, or a loop three deep, or a second
+    loop after one holding a loop)."""
     both = 0
     for kernel, two_d, _ in kernels[PLAIN:]:
         source = kernel.source(dim=2 if two_d else 1)
         forward, adjoint = source.split("_adjoint(")
         both += "for rt_inner" in forward and "rt_trip_it_" in adjoint
-    assert both >= (COUNT - PLAIN) // 2
+    assert both >= (COUNT - PLAIN) // 3
 
 
 @pytest.mark.parametrize("index", range(COUNT))

@@ -122,6 +122,20 @@ def two_passes(x: wp.array(dtype=wp.float64), w: wp.array(dtype=wp.float64), n: 
     y[i] = m
 
 
+@wp.kernel
+def sometimes(x: wp.array(dtype=wp.float64), w: wp.array(dtype=wp.float64), steps: int,
+              y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    v = x[i]
+    for t in range(steps):
+        v = v * wp.float64(0.95) + wp.float64(0.01)
+        if v > wp.float64(0.3):  # a branch holding the inner loop, taken by some threads
+            for k in range(w.shape[0]):
+                v = v - w[k] * v * v * wp.float64(0.01)
+            v = v + wp.float64(0.001)
+    y[i] = v
+
+
 def _forward_and_adjoint(kernel, dim: int = 1) -> tuple[str, str]:
     return tuple(kernel.source(dim=dim).split("_adjoint("))
 
@@ -129,7 +143,7 @@ def _forward_and_adjoint(kernel, dim: int = 1) -> tuple[str, str]:
 def test_the_inner_loops_run_around_the_strips():
     for kernel, dim, loops in ((damped, 1, 1), (damped_steps, 1, 2), (scene, 1, 1),
                                (grid_sums, 2, 1), (window, 1, 1), (settle, 1, 1),
-                               (two_passes, 1, 2)):
+                               (two_passes, 1, 2), (sometimes, 1, 1)):
         forward, adjoint = _forward_and_adjoint(kernel, dim)
         assert "rt_carry_" in forward, kernel.key
         assert sum(f"for rt_inner{n} in range(" in forward for n in range(1, 4)) == loops
@@ -291,4 +305,19 @@ def test_loops_one_after_the_other(threading, mode):
     assert np.all(y[n:] == 0.0) and np.all(gx[n:] == 0.0)
     check_tape(lambda a: wp.launch(two_passes, 6, inputs=[a["x"], a["w"], 5], outputs=[a["y"]]),
                {"x": x0[:6], "w": w0}, {"y": np.zeros(6)},
+               {"x": wp.float64, "w": wp.float64, "y": wp.float64})
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_an_inner_loop_in_a_branch(threading, mode):
+    """A branch in the loop that holds the inner loop is spread out around it
+    (``interchange._lifted_inner_branches``): threads that did not take it run its iterations
+    doing nothing. Values and gradients are the plain loops'."""
+    threading(mode)
+    size = 2 * ADJOINT_STRIP + 3
+    x0 = np.linspace(-1.0, 1.0, size)
+    w0 = np.random.default_rng(16).uniform(0.2, 1.0, 5)
+    _like_the_plain_loops(_xw_run(sometimes, size, x0, w0, (12,)), rtol=1e-12)
+    check_tape(lambda a: wp.launch(sometimes, 5, inputs=[a["x"], a["w"], 6], outputs=[a["y"]]),
+               {"x": np.array([-0.8, 0.1, 0.45, 0.7, 0.95]), "w": w0}, {"y": np.zeros(5)},
                {"x": wp.float64, "w": wp.float64, "y": wp.float64})

@@ -19,7 +19,8 @@ memory, which is excluded: no array the kernel writes may be read by it. The loo
   becomes one more exit of the loop, threads that returned skipping it and the code around it:
   ``_returned_early``), or at the top level of a branch without ``else`` (``if active[i]:``),
   whose condition is kept in a flag that becomes an exit the same way (``_lifted_branch``),
-  not reversed; the loops inside it must be ``for`` loops at the top
+  not reversed; a branch in it that holds loops is spread out around them
+  (``_lifted_inner_branches``); the loops inside it must be ``for`` loops at the top
   of its body whose bounds every thread shares (``_uniform_inner_loops``): the strip's threads
   then run inside them too, a piece of the body at a time (``pieces``), where a loop over the
   strip's threads around a per-thread inner loop would not vectorize (15% slower measured);
@@ -162,6 +163,7 @@ def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int,
         return None
     if not set(loop.exit_flags) <= {break_flag(loop.loop_id), kernel_return_flag(), skip}:
         return None
+    loop = _lifted_inner_branches(kernel, loop)
     defs = definitions(body, single_assigned)
     params = {p.symbol for p in kernel.flat_params() if not p.is_array}
     fixed = params - assigned(body)
@@ -297,6 +299,32 @@ def _lifted_branch(kernel: ir.KernelIR, stmts: list[ir.Stmt]):
     cleared = ir.Assign(line=branch.line, text=branch.text, file=branch.file, target=flag,
                         value=ir.Call(dtypes.bool_, not_, (branch.cond,)))
     return stmts[:at] + [cleared], branch.body, stmts[at + 1:], flag
+
+
+def _lifted_inner_branches(kernel: ir.KernelIR, loop: ir.For) -> ir.For:
+    """``loop`` with each branch without ``else`` at the top of its body that holds loops at its
+    own top (``if c: A; for j ...: B; C``) spread out so that those loops stand at the top of
+    the body: the condition goes to a flag, true where the branch is not taken, and each run of
+    the branch's statements and each of its loops' bodies is under ``if not flag`` (the loops
+    run for every thread then, doing nothing in those that did not take the branch)."""
+    body, changed = [], False
+    for s in loop.body:
+        loops = [t for t in s.body if isinstance(t, ir.For)] if isinstance(s, ir.If) else []
+        flag = f"rt_skip_in{loops[0].loop_id}" if loops else ""
+        if not loops or s.orelse or kernel.locals.get(flag, dtypes.bool_) is not dtypes.bool_:
+            body.append(s)
+            continue
+        kernel.locals[flag] = dtypes.bool_
+        not_ = registry.lookup("logical_not")[0]
+        body.append(ir.Assign(line=s.line, text=s.text, file=s.file, target=flag,
+                              value=ir.Call(dtypes.bool_, not_, (s.cond,))))
+        for part in pieces(s.body):
+            if isinstance(part, ir.For):
+                body.append(dataclasses.replace(part, body=_under(flag, part.body)))
+            else:
+                body += _under(flag, part)
+        changed = True
+    return dataclasses.replace(loop, body=body) if changed else loop
 
 
 def _under(flag: str, stmts: list[ir.Stmt]) -> list[ir.Stmt]:
