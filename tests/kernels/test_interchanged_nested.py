@@ -136,6 +136,18 @@ def sometimes(x: wp.array(dtype=wp.float64), w: wp.array(dtype=wp.float64), step
     y[i] = v
 
 
+@wp.kernel
+def countdown(x: wp.array(dtype=wp.float64), w: wp.array(dtype=wp.float64), n: int,
+              y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    s = x[i]
+    for k in reversed(range(n)):  # counted down, the inner loop too
+        s = s * wp.float64(0.8) + w[k % 4] * wp.sin(s)
+        for j in reversed(range(w.shape[0])):
+            s = s + w[j] * wp.float64(0.01) * wp.float64(j - k)
+    y[i] = s
+
+
 def _forward_and_adjoint(kernel, dim: int = 1) -> tuple[str, str]:
     return tuple(kernel.source(dim=dim).split("_adjoint("))
 
@@ -143,7 +155,7 @@ def _forward_and_adjoint(kernel, dim: int = 1) -> tuple[str, str]:
 def test_the_inner_loops_run_around_the_strips():
     for kernel, dim, loops in ((damped, 1, 1), (damped_steps, 1, 2), (scene, 1, 1),
                                (grid_sums, 2, 1), (window, 1, 1), (settle, 1, 1),
-                               (two_passes, 1, 2), (sometimes, 1, 1)):
+                               (two_passes, 1, 2), (sometimes, 1, 1), (countdown, 1, 1)):
         forward, adjoint = _forward_and_adjoint(kernel, dim)
         assert "rt_carry_" in forward, kernel.key
         assert sum(f"for rt_inner{n} in range(" in forward for n in range(1, 4)) == loops
@@ -166,13 +178,13 @@ def _xw_run(kernel, dim, x0: np.ndarray, w0: np.ndarray, extra=(), dtype=wp.floa
     return run
 
 
-def _like_the_plain_loops(run, rtol: float) -> tuple:
+def _like_the_plain_loops(run, rtol: float, atol: float = 0.0) -> tuple:
     """``run()``'s values and each thread's gradients are debug mode's bit for bit; the
     gradient of what every thread reads, up to summation order. Returns ``run()``'s."""
     (y, gx, gw), (y_ref, gx_ref, gw_ref) = run(), debug_reference(run)
     np.testing.assert_array_equal(y, y_ref)
     np.testing.assert_array_equal(gx, gx_ref)
-    np.testing.assert_allclose(gw, gw_ref, rtol=rtol)
+    np.testing.assert_allclose(gw, gw_ref, rtol=rtol, atol=atol)
     return y, gx, gw
 
 
@@ -320,4 +332,19 @@ def test_an_inner_loop_in_a_branch(threading, mode):
     _like_the_plain_loops(_xw_run(sometimes, size, x0, w0, (12,)), rtol=1e-12)
     check_tape(lambda a: wp.launch(sometimes, 5, inputs=[a["x"], a["w"], 6], outputs=[a["y"]]),
                {"x": np.array([-0.8, 0.1, 0.45, 0.7, 0.95]), "w": w0}, {"y": np.zeros(5)},
+               {"x": wp.float64, "w": wp.float64, "y": wp.float64})
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+def test_loops_counted_down(threading, mode):
+    """``reversed(range(...))`` loops run as the same ranges counted down
+    (``interchange._forward_order``): values and gradients are the plain loops'."""
+    threading(mode)
+    size = ADJOINT_STRIP + 21
+    x0 = np.linspace(-1.0, 1.0, size)
+    w0 = np.random.default_rng(17).uniform(-0.5, 0.5, 4)
+    for n in (0, 1, 7):
+        _like_the_plain_loops(_xw_run(countdown, size, x0, w0, (n,)), rtol=1e-12, atol=1e-12)
+    check_tape(lambda a: wp.launch(countdown, 4, inputs=[a["x"], a["w"], 5], outputs=[a["y"]]),
+               {"x": x0[:4], "w": w0}, {"y": np.zeros(4)},
                {"x": wp.float64, "w": wp.float64, "y": wp.float64})

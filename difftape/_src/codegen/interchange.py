@@ -19,7 +19,8 @@ memory, which is excluded: no array the kernel writes may be read by it. The loo
   becomes one more exit of the loop, threads that returned skipping it and the code around it:
   ``_returned_early``), or at the top level of a branch without ``else`` (``if active[i]:``),
   whose condition is kept in a flag that becomes an exit the same way (``_lifted_branch``),
-  not reversed; a branch in it that holds loops is spread out around them
+  (``reversed(range(...))`` in steps of 1 is run as the same range counted down:
+  ``_forward_order``); a branch in it that holds loops is spread out around them
   (``_lifted_inner_branches``); the loops inside it must be ``for`` loops at the top
   of its body whose bounds every thread shares (``_uniform_inner_loops``): the strip's threads
   then run inside them too, a piece of the body at a time (``pieces``), where a loop over the
@@ -76,7 +77,7 @@ import numpy as np
 from .. import dtypes
 from ..frontend import ir
 from ..ops import registry
-from .offsets import definitions, independent
+from .offsets import constant, definitions, independent
 from .signs import assigned, bindings
 from .strips import MAX_BUFFER_BYTES, STRIP
 from .structure import break_flag, kernel_return_flag
@@ -159,6 +160,7 @@ def plan(kernel: ir.KernelIR, body: list[ir.Stmt], rank: int,
         pre = head + _under(guard, pre)
         post = _under(guard, post)
         loop = dataclasses.replace(loop, exit_flags=tuple(sorted({*loop.exit_flags, guard})))
+    loop = _forward_order(loop)
     if loop.reverse or _shares_memory(body) or _has_opaque(body):
         return None
     if not set(loop.exit_flags) <= {break_flag(loop.loop_id), kernel_return_flag(), skip}:
@@ -299,6 +301,23 @@ def _lifted_branch(kernel: ir.KernelIR, stmts: list[ir.Stmt]):
     cleared = ir.Assign(line=branch.line, text=branch.text, file=branch.file, target=flag,
                         value=ir.Call(dtypes.bool_, not_, (branch.cond,)))
     return stmts[:at] + [cleared], branch.body, stmts[at + 1:], flag
+
+
+def _forward_order(loop: ir.For) -> ir.For:
+    """A ``reversed(range(start, stop))`` loop as ``range(stop - 1, start - 1, -1)``, the same
+    values in the same order (the loops inside it too); other loops as they are, a reversed
+    one with another step too."""
+    inner = [_forward_order(s) if isinstance(s, ir.For) else s for s in loop.body]
+    if any(a is not b for a, b in zip(inner, loop.body)):
+        loop = dataclasses.replace(loop, body=inner)
+    if not loop.reverse or constant(loop.step) != 1:
+        return loop
+    bounds = []
+    for e in (loop.stop, loop.start):
+        record, result = registry.resolve("sub", (e.type, e.type))
+        bounds.append(ir.Call(result, record, (e, ir.Const(e.type, 1))))
+    return dataclasses.replace(loop, start=bounds[0], stop=bounds[1],
+                               step=ir.Const(loop.step.type, -1), reverse=False)
 
 
 def _lifted_inner_branches(kernel: ir.KernelIR, loop: ir.For) -> ir.For:
