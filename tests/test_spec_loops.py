@@ -507,3 +507,31 @@ def test_long_loops_grow_the_stack_and_keep_its_values():
     saved value counts (d out / d x0 sums s_k over all 900 steps, with |x0| ~ 1)."""
     check(long_recurrence, [300, np.array([1.0005, 0.3])], rtol=1e-9, fd_rtol=1e-5,
           fd_atol=1e-6)
+
+
+@wp.kernel
+def skipped_inner_loops(n: int, x: wp.array(dtype=F64), out: wp.array(dtype=F64)):
+    a = x[0]
+    s = x[1]
+    for k in range(n):
+        if k < 2:  # the loop inside runs in the first iterations only
+            for j in range(n):
+                s = s * F64(0.9) + a * F64(0.1)
+        s = s * a * F64(0.5) + F64(0.1)
+        a = a * F64(0.9) + s * F64(0.1)
+    out[0] = s
+
+
+@pytest.mark.parametrize("mode", ["release", "debug"])
+def test_later_iterations_that_skip_an_inner_loop(mode):
+    """The inner loop's pushes take the room the outer loop reserved for its later iterations,
+    which then skip it: each iteration of a loop holding loops reserves its own room (the
+    later iterations pushed past the stack's end: out of bounds in debug mode, memory after
+    the stack in release)."""
+    saved = wp.config.mode
+    wp.config.mode = mode
+    try:
+        check(skipped_inner_loops, [40, np.array([0.97, 0.4])], rtol=1e-9, fd_rtol=1e-5,
+              fd_atol=1e-7)
+    finally:
+        wp.config.mode = saved

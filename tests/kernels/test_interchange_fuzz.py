@@ -68,12 +68,13 @@ def _kernel_source(name: str, rng: random.Random, two_d: bool, width: int,
     if nest:  # a loop inside, somewhere (after a break, continue or return it stays plain)
         inner = [rng.choice(INNER_STATEMENTS) for _ in range(rng.randint(1, 3))]
         bounds = rng.choice(["c.shape[0]", "n // 3", "n - 9"])
-        head = ["for k in range(n):"]
+        head = ["for k in reversed(range(n)):" if rng.random() < 0.25 else "for k in range(n):"]
         if rng.random() < 0.25:  # in a while loop
             head = ["m = int(0)", "while m < n:", "    m = m + 1"]
             body = [stmt for stmt in body if "k %" not in stmt]
             inner = [stmt for stmt in inner if "k)" not in stmt] or [INNER_STATEMENTS[0]]
-        nested = [f"for j in range({bounds}):"] + [
+        counted = f"reversed(range({bounds}))" if rng.random() < 0.25 else f"range({bounds})"
+        nested = [f"for j in {counted}:"] + [
             "    " + line for stmt in inner for line in stmt.split("\n")]
         if rng.random() < 0.3:  # in a branch of the loop
             nested = ["if a > wp.float64(0.1):"] + ["    " + line for line in nested]

@@ -418,6 +418,14 @@ class ForwardWriter(ExprCoder):
 
         body, counts = self.loop_body(write_body)
         self.reserve(out, counts, f"len(range({start}, {stop}, {step}))")
+        if any(isinstance(t, (ir.For, ir.While)) for t in ir.walk_stmts(s.body)):
+            # The loops inside reserve room for their own pushes, from where the stacks' tops
+            # stand, taking the room reserved for this loop's later iterations: each iteration
+            # reserves its own (as a while loop's do) or a branch that skips an inner loop in a
+            # later iteration pushed past the stack's end.
+            room = SourceBuilder(out.level + 1)
+            self.reserve(room, counts, None)
+            body.lines[1:1] = room.lines
         out.line(header)
         out.extend(body)
         if self.analysis.is_in_loop(s):
