@@ -5,10 +5,10 @@ gradients of values every thread reads up to summation order.
 Each kernel's loop body is drawn from statements that exercise what the interchange has to
 follow: carried locals, branches whose arms save unalike (nested too), ``break``, ``continue``
 and ``return``, a ``return`` before the loop, a ``while`` loop, a loop inside the loop (in a
-branch too), the loop in a branch, a second loop after it, builtins of a few instructions and
-compiled ones, coefficients the loop's variables pick, a value every thread reads before the
-loop, and one- and two-dimensional launches. The kernels are written to a file and imported
-(kernels are parsed from their source)."""
+branch too), loops counted down, the loop in a branch, a second loop after it, builtins of a
+few instructions and compiled ones, coefficients the loop's variables pick, a value every
+thread reads before the loop, and one- and two-dimensional launches. The kernels are written to
+a file and imported (kernels are parsed from their source)."""
 
 import importlib.util
 import random
