@@ -18,9 +18,9 @@ memory, which is excluded: no array the kernel writes may be read by it. The loo
   ``if i >= n: return`` before it puts the rest of the body under the return's flag, which
   becomes one more exit of the loop, threads that returned skipping it and the code around it:
   ``_returned_early``), or at the top level of a branch without ``else`` (``if active[i]:``),
-  whose condition is kept in a flag that becomes an exit the same way (``_lifted_branch``),
-  (``reversed(range(...))`` in steps of 1 is run as the same range counted down:
-  ``_forward_order``); a branch in it that holds loops is spread out around them
+  whose condition is kept in a flag that becomes an exit the same way (``_lifted_branch``);
+  ``reversed(range(...))`` in steps of 1 runs as the same range counted down
+  (``_forward_order``); a branch in it that holds loops is spread out around them
   (``_lifted_inner_branches``); the loops inside it must be ``for`` loops at the top
   of its body whose bounds every thread shares (``_uniform_inner_loops``): the strip's threads
   then run inside them too, a piece of the body at a time (``pieces``), where a loop over the
@@ -314,8 +314,10 @@ def _forward_order(loop: ir.For) -> ir.For:
         return loop
     bounds = []
     for e in (loop.stop, loop.start):
-        record, result = registry.resolve("sub", (e.type, e.type))
-        bounds.append(ir.Call(result, record, (e, ir.Const(e.type, 1))))
+        found = registry.resolve("sub", (e.type, e.type))
+        if found is None:
+            return loop
+        bounds.append(ir.Call(found[1], found[0], (e, ir.Const(e.type, 1))))
     return dataclasses.replace(loop, start=bounds[0], stop=bounds[1],
                                step=ir.Const(loop.step.type, -1), reverse=False)
 
