@@ -387,7 +387,7 @@ def _finish(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoint:
     else:
         row_flush = [f"{name} = int32(t{k})" for k, name in enumerate(kernel.tid_vars[:-1])
                      if name in (writer.lane_same or ())]  # what the flushes' indices read
-        row_flush += [line for _, _, lines in writer.loop_lane_flushes for line in lines]
+        row_flush += writer.lane_flush_lines()
         thread_loops(kernel, variant, out, setup, split,
                       [prologue.lines + inner.lines for inner in inners], strips,
                       lanes=bool(writer.laned or writer.loop_lane_flushes),

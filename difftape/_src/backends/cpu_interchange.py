@@ -27,7 +27,7 @@ from ..errors import InternalError
 from ..frontend import ir
 from ..ops import registry
 from . import cpu_target
-from .cpu_loops import RAN, Piece, SwappedAdjoint, inner_loop_header
+from .cpu_loops import RAN, Piece, SwappedAdjoint, guarded, inner_loop_header
 from .cpu_writing import reverse_reads, writer_for
 
 if TYPE_CHECKING:
@@ -157,10 +157,10 @@ def write_interchanged_adjoint(kernel: ir.KernelIR, body: list[ir.Stmt], swap: I
         phases[0] = phases[0] + [f"{RAN} = int32(0)"]
         # A thread leaves the loop after its last inner loop only (``interchange.pieces``).
         for unit in replay:
-            phases[unit] = _guarded(f"not ({' or '.join(swap.exits)})", phases[unit],
+            phases[unit] = guarded(f"not ({' or '.join(swap.exits)})", phases[unit],
                                     *[f"{RAN} += int32(1)"][:unit == replay[0]])
         for unit in reverse:
-            phases[unit] = _guarded(f"{parts['reverse_counter']} < {RAN}", phases[unit])
+            phases[unit] = guarded(f"{parts['reverse_counter']} < {RAN}", phases[unit])
         trees = [parse_phase(phase) for phase in phases]
     flows = [phase_flow(tree) for tree in trees]
     # Names the code around the strip's threads sets (the same in every thread), and the
@@ -249,13 +249,6 @@ def _whole(phases: list[list[str]], units: list[int], inner: dict, writer=None) 
         else:
             lines += phases[unit]
     return lines
-
-
-def _guarded(test: str, lines: list[str], *last: str) -> list[str]:
-    """``lines`` (and ``last``) under ``if test:``."""
-    if not lines and not last:
-        return []
-    return [f"if {test}:"] + [f"    {line}" for line in [*lines, *last]]
 
 
 def _widened_loop(kernel: ir.KernelIR, body: list[ir.Stmt], swap: Interchange, analysis,

@@ -213,6 +213,13 @@ class SwappedAdjoint:
         return loads, saves
 
 
+def guarded(test: str, lines: list[str], *last: str) -> list[str]:
+    """``lines`` (and ``last``) under ``if test:``."""
+    if not lines and not last:
+        return []
+    return [f"if {test}:"] + [f"    {line}" for line in [*lines, *last]]
+
+
 def inner_loop_header(parts: dict, reverse: bool) -> str:
     """The loop header of an interchanged loop's inner loop (``SwappedAdjoint.inner``), in its
     replay or its reverse (which runs the trip count down)."""
@@ -515,7 +522,7 @@ def _finish_when_few_left(kernel: ir.KernelIR, variant: Variant, out: SourceBuil
         out.line(f"rt_running += int32(not ({stored}))")
     with out.block(f"if rt_running * {FEW_LEFT} <= rt_strip_end - rt_strip:"):
         with out.block("if rt_running > 0:"):
-            flushes = [line for _, _, lines in writer.loop_lane_flushes for line in lines]
+            flushes = writer.lane_flush_lines()
             rest = [f"if not ({left}):",
                     "    for rt_rest in range(rt_it + rt_step, rt_stop, rt_step):",
                     f"        {swap.loop.var} = int32(rt_rest)",
@@ -555,37 +562,30 @@ def interchanged_loops(kernel: ir.KernelIR, variant: Variant, out: SourceBuilder
                 widened = set(swap.widened) if wide else set()
                 loads = [f"{_wide_name(v, v in widened)} = {_carry(v, v in widened)}[{at}]"
                          for v in swap.carried]
-                def saved(changed: set[str]) -> list[str]:
-                    return [f"{_carry(v, v in widened)}[{at}] = {_wide_name(v, v in widened)}"
-                            for v in swap.carried if v in changed]
 
-                saves = saved(changed)
-                body = lines = phases[3 if wide else 1].lines
-                if swap.exits:
-                    # A thread that has left the loop does nothing more in it. Its locals are
-                    # saved back as loaded: stores under the guard would be masked, and masked
-                    # stores of bools ran the loop 7x slower than plain ones.
-                    guard = f"if not ({' or '.join(swap.exits)}):"
-                    lines = [guard] + ["    " + line for line in lines]
-                for piece in pieces:
+                def saved(names: set[str]) -> list[str]:
+                    return [f"{_carry(v, v in widened)}[{at}] = {_wide_name(v, v in widened)}"
+                            for v in swap.carried if v in names]
+
+                body = phases[3 if wide else 1].lines
+                for piece in pieces or [Piece(body, changed)]:
                     with ExitStack() as inner:
                         if piece.var is not None:
                             inner.enter_context(out.block(piece.header()))
-                        part = piece.lines
-                        if swap.exits:  # a flag is set after the last inner loop only
-                            part = [guard] + ["    " + line for line in part]
+                        # A thread that has left the loop does nothing more in it (a flag is set
+                        # after the last inner loop only). Its locals are saved back as loaded:
+                        # stores under the guard would be masked, and masked stores of bools
+                        # ran the loop 7x slower than plain ones.
+                        part = guarded(f"not ({' or '.join(swap.exits)})", piece.lines) \
+                            if swap.exits else piece.lines
                         with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
                             thread_body(kernel, variant, out,
                                         prologue + loads + part + saved(piece.changed))
-                if not pieces:
-                    with out.block(f"for {tv} in range(rt_strip, rt_strip_end):"):
-                        thread_body(kernel, variant, out, prologue + loads + lines + saves)
-                for _, _, lines in writer.loop_lane_flushes:  # the iteration's adds at one index
-                    for line in lines:
-                        out.line(line)
+                for line in writer.lane_flush_lines():  # the iteration's adds at one index
+                    out.line(line)
                 if swap.exits:
                     _finish_when_few_left(kernel, variant, out, swap, tv, prologue + loads, body,
-                                          saves, writer)
+                                          saved(changed), writer)
 
             header = "for rt_it in range(rt_start, rt_stop, rt_step):"
             if swap.widened:

@@ -297,9 +297,8 @@ def _lifted_branch(kernel: ir.KernelIR, stmts: list[ir.Stmt]):
     flag = f"flag_skip{at}"  # added to the kernel's locals where the plan holds (``plan``)
     if kernel.locals.get(flag, dtypes.bool_) is not dtypes.bool_:
         return None
-    not_ = registry.lookup("logical_not")[0]
     cleared = ir.Assign(line=branch.line, text=branch.text, file=branch.file, target=flag,
-                        value=ir.Call(dtypes.bool_, not_, (branch.cond,)))
+                        value=_not(branch.cond))
     return stmts[:at] + [cleared], branch.body, stmts[at + 1:], flag
 
 
@@ -336,9 +335,8 @@ def _lifted_inner_branches(kernel: ir.KernelIR, loop: ir.For) -> ir.For:
             body.append(s)
             continue
         kernel.locals[flag] = dtypes.bool_
-        not_ = registry.lookup("logical_not")[0]
         body.append(ir.Assign(line=s.line, text=s.text, file=s.file, target=flag,
-                              value=ir.Call(dtypes.bool_, not_, (s.cond,))))
+                              value=_not(s.cond)))
         for part in pieces(s.body):
             if isinstance(part, ir.For):
                 body.append(dataclasses.replace(part, body=_under(flag, part.body)))
@@ -352,11 +350,14 @@ def _under(flag: str, stmts: list[ir.Stmt]) -> list[ir.Stmt]:
     """``stmts`` under ``if not flag`` (nothing where there are none)."""
     if not stmts:
         return []
-    not_ = registry.lookup("logical_not")[0]
     first = stmts[0]
     return [ir.If(line=first.line, text=first.text, file=first.file,
-                  cond=ir.Call(dtypes.bool_, not_, (ir.Var(dtypes.bool_, flag),)),
-                  body=stmts, orelse=[])]
+                  cond=_not(ir.Var(dtypes.bool_, flag)), body=stmts, orelse=[])]
+
+
+def _not(e: ir.Expr) -> ir.Expr:
+    """``not e``."""
+    return ir.Call(dtypes.bool_, registry.lookup("logical_not")[0], (e,))
 
 
 def _as_for(kernel: ir.KernelIR, loop: ir.While) -> tuple[list[ir.Stmt], ir.For]:
@@ -370,12 +371,11 @@ def _as_for(kernel: ir.KernelIR, loop: ir.While) -> tuple[list[ir.Stmt], ir.For]
     flag, counter = break_flag(loop.loop_id), f"rt_while{loop.loop_id}"
     kernel.locals[flag], kernel.locals[counter] = dtypes.bool_, dtypes.int32
     where = {"line": loop.line, "text": loop.text, "file": loop.file}
-    not_ = registry.lookup("logical_not")[0]
     cleared = [] if flag in loop.exit_flags else [
         ir.Assign(**where, target=flag, value=ir.Const(dtypes.bool_, False))]
-    check = ir.If(**where, cond=ir.Call(dtypes.bool_, not_, (loop.cond,)),
+    check = ir.If(**where, cond=_not(loop.cond),
                   body=[ir.Assign(**where, target=flag, value=ir.Const(dtypes.bool_, True))])
-    running = ir.Call(dtypes.bool_, not_, (ir.Var(dtypes.bool_, flag),))
+    running = _not(ir.Var(dtypes.bool_, flag))
     if any(isinstance(s, ir.For) for s in loop.body):
         # Loops inside stay at the top of the body (``_uniform_inner_loops``): the condition is
         # checked before the loop and after each iteration that did not break instead.
