@@ -535,3 +535,30 @@ def test_later_iterations_that_skip_an_inner_loop(mode):
               fd_atol=1e-7)
     finally:
         wp.config.mode = saved
+
+
+@wp.func
+def still_above(x: F64, floor: F64) -> bool:
+    return x * x > floor
+
+
+@wp.kernel
+def halve_while_func(floor: F64, x: wp.array(dtype=F64), out: wp.array(dtype=F64)):
+    i = wp.tid()
+    v = x[i]
+    while still_above(v, floor) if floor > F64(0.0) else False:  # statements of its own
+        v = v * F64(0.5) + F64(0.01) * x[i]
+    out[0] += v
+
+
+@pytest.mark.parametrize("mode", ["release", "debug"])
+def test_while_condition_with_a_function_call_and_a_conditional(mode):
+    """A while-condition that computes first (a @wp.func call, a conditional expression) runs
+    at the top of every iteration: v = 3.0 halves (plus 1% of x) while v^2 > 0.5, 3 times."""
+    saved = wp.config.mode
+    wp.config.mode = mode
+    try:
+        check(halve_while_func, [0.5, np.array([3.0])], expected={1: [1.0 / 8.0 + 0.01 * 1.75]},
+              value=3.0 / 8.0 + 0.01 * 3.0 * 1.75)
+    finally:
+        wp.config.mode = saved

@@ -468,14 +468,19 @@ class Lowerer(CallLowering, TargetLowering, ExpressionTyper):
 
     def visit_While(self, node: ast.While) -> None:
         cond, pre = self.capture(lambda: self.truth(node.test, self.value(node.test)))
-        if pre:
-            self.fail(node.test, "while-conditions cannot call @wp.func functions or use "
-                      "conditional expressions; compute the condition into a variable",
-                      KernelSyntaxError)
         loop_id = self.ctx.next("loop")
         self.loops.append(loop_id)
         body = self.lower_block(node.body)
         self.loops.pop()
+        if pre:
+            # A condition with statements of its own (a random draw, a @wp.func call): each
+            # iteration runs them at its top and leaves when the condition is false.
+            def leave_unless_true():
+                stop = self.call_builtin(node.test, "logical_not", [cond])
+                self.emit(ir.If(cond=stop, body=[ir.Break(loop_id=loop_id)]))
+
+            body = pre + self.capture(leave_unless_true)[1] + body
+            cond = ir.Const(dtypes.bool_, True)
         self.emit(ir.While(cond=cond, body=body, loop_id=loop_id))
 
     def visit_Break(self, node: ast.Break) -> None:
