@@ -448,6 +448,66 @@ def transform_point(t: Any, x: Any) -> Any:
 def transform_vector(t: Any, x: Any) -> Any:
     """Apply only the rotation to the direction ``x``."""
 
+# Random
+
+@overload
+def rand_init(seed: int32) -> uint32:
+    """Return a random state (uint32) initialised from ``seed``."""
+@overload
+def rand_init(seed: int32, offset: int32) -> uint32:
+    """Return a random state for stream ``offset`` (a thread's index) of ``seed``."""
+
+@overload
+def randf(state: uint32) -> float32:
+    """Return a random float32 in [0, 1) (multiples of 2**-24), advancing ``state``."""
+@overload
+def randf(state: uint32, low: float32, high: float32) -> float32:
+    """Return a random float32 in [``low``, ``high``), advancing ``state``."""
+
+@overload
+def randi(state: uint32) -> int32:
+    """Return a random int32 (any of the 2**32 values), advancing ``state``."""
+@overload
+def randi(state: uint32, low: int32, high: int32) -> int32:
+    """Return a random int32 in [``low``, ``high``), advancing ``state``."""
+
+def randn(state: uint32) -> float32:
+    """Return a normally distributed float32 (Box-Muller, two draws), advancing ``state``."""
+
+@overload
+def randu(state: uint32) -> uint32:
+    """Return a random uint32, advancing ``state``."""
+@overload
+def randu(state: uint32, low: uint32, high: uint32) -> uint32:
+    """Return a random uint32 in [``low``, ``high``), advancing ``state``."""
+
+def sample_triangle(state: uint32) -> vec2f:
+    """Return uniform barycentric coordinates (u, v) on a triangle, advancing ``state``."""
+
+def sample_unit_cube(state: uint32) -> vec3f:
+    """Return a uniform point in the cube [-0.5, 0.5)^3, advancing ``state``."""
+
+def sample_unit_disk(state: uint32) -> vec2f:
+    """Return a uniform point in the unit disk, advancing ``state``."""
+
+def sample_unit_hemisphere(state: uint32) -> vec3f:
+    """Return a uniform point in the upper (z >= 0) unit half ball, advancing ``state``."""
+
+def sample_unit_hemisphere_surface(state: uint32) -> vec3f:
+    """Return a uniform point on the upper (z >= 0) unit hemisphere, advancing ``state``."""
+
+def sample_unit_ring(state: uint32) -> vec2f:
+    """Return a uniform point on the unit circle, advancing ``state``."""
+
+def sample_unit_sphere(state: uint32) -> vec3f:
+    """Return a uniform point in the unit ball, advancing ``state``."""
+
+def sample_unit_sphere_surface(state: uint32) -> vec3f:
+    """Return a uniform point on the unit sphere, advancing ``state``."""
+
+def sample_unit_square(state: uint32) -> vec2f:
+    """Return a uniform point in the square [-0.5, 0.5)^2, advancing ``state``."""
+
 # Utility
 
 def atomic_add(arr: array, i: _Int, value: _AnyScalar) -> _AnyScalar:

@@ -83,3 +83,28 @@ def matrices_from_vectors(a: wp.array(dtype=wp.vec3), b: wp.array(dtype=wp.vec3)
     rows = wp.matrix_from_rows(a[i], b[i], wp.cross(a[i], b[i]))
     cols = wp.matrix_from_cols(b[i], a[i] * 2.0, a[i] - b[i])
     out[i] = rows * cols
+
+
+def draws(seed: int, f: wp.array2d(dtype=float), ints: wp.array2d(dtype=int),
+          uints: wp.array2d(dtype=wp.uint32), v3: wp.array2d(dtype=wp.vec3)):
+    i = wp.tid()
+    uints[i, 0] = wp.rand_init(seed)
+    state = wp.rand_init(seed, i)
+    f[i, 0] = wp.randf(state)
+    f[i, 1] = wp.randf(state, -2.5, 7.0)
+    f[i, 2] = wp.randn(state)
+    ints[i, 0] = wp.randi(state)
+    ints[i, 1] = wp.randi(state, -7, 1000)
+    uints[i, 1] = wp.randu(state)
+    uints[i, 2] = wp.randu(state, wp.uint32(3), wp.uint32(1000000))
+    a = wp.sample_triangle(state)
+    b = wp.sample_unit_ring(state)
+    c = wp.sample_unit_disk(state)
+    d = wp.sample_unit_square(state)
+    v3[i, 0] = wp.vec3(a[0], a[1], b[0]) + wp.vec3(b[1], c[0], c[1]) * 10.0 + wp.vec3(d[0], d[1], 0.0) * 100.0
+    v3[i, 1] = wp.sample_unit_sphere_surface(state)
+    v3[i, 2] = wp.sample_unit_sphere(state)
+    v3[i, 3] = wp.sample_unit_hemisphere_surface(state)
+    v3[i, 4] = wp.sample_unit_hemisphere(state)
+    v3[i, 5] = wp.sample_unit_cube(state)
+    uints[i, 3] = state

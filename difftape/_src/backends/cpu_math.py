@@ -8,6 +8,9 @@ and now (warp-lang): trunc 1.20 -> 0.73 ms (1.68), floor 1.35 -> 0.67 (1.90), ce
 (1.68), frac 1.38 -> 0.74 (1.57), round 1.68 -> 0.95 (2.23), rint 13.6 -> 0.75 (1.29-1.94; it
 branched on every element). ``round`` and ``frac`` use ``toward_zero``.
 
+``random.pcg_hash`` and ``as_int32`` (the random state's step and its bits as an int32) compile
+as they are written.
+
 ``arithmetic.truncated_remainder`` and ``truncated_quotient`` (integer ``%`` and ``//``) are one
 division instruction each: 1M threads of ``x[(i + 1) % n] + x[(i + 2) % n]`` 5.9 -> 2.2 ms
 (warp-lang 3.6); three springs to ``x[(i + k) % n]`` per point 22.5 -> 5.7 ms (warp-lang 5.8).
@@ -17,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic, overload, register_jitable
 
-from ..ops import arithmetic, scalar
+from ..ops import arithmetic, random, scalar
 
 
 def _lowered(helper, instruction):
@@ -76,3 +79,7 @@ def _lowered_division(helper, divide):
 
 _lowered_division(arithmetic.truncated_remainder, _division(remainder=True))
 _lowered_division(arithmetic.truncated_quotient, _division(remainder=False))
+
+
+register_jitable(random.pcg_hash)
+register_jitable(random.as_int32)

@@ -335,10 +335,34 @@ class ExpressionTyper:
         records = registry.lookup(key)
         if records and records[0].impl == "atomic":
             return self.atomic_call(node, key)
+        if records and records[0].impl == "random":
+            return self.random_draw(node, key)
         if key == "tid":
             self.fail(node, "wp.tid() must be assigned directly: i = wp.tid() or i, j = wp.tid()",
                       KernelSyntaxError)
         return self.call_builtin(node, key, [self.operand(a) for a in node.args])
+
+    def random_draw(self, node: ast.Call, key: str):
+        """``wp.randf(state, ...)``: the other arguments, then ``state = _rand_next(state)`` as
+        many times as the draw takes, then its value from the successive states."""
+        state = node.args[0] if node.args else None
+        binding = self.scope.get(state.id) if isinstance(state, ast.Name) else None
+        if not (isinstance(binding, tuple) and binding[0] is dtypes.uint32):
+            self.fail(state or node, f"{key}() advances the random state it is given: pass a "
+                      "uint32 local variable, e.g. state = wp.rand_init(seed, tid) then "
+                      f"wp.{key}(state)", KernelTypeError)
+        current = ir.Var(dtypes.uint32, binding[1])
+        record, result, args = self.resolve_args(
+            node, key, [current] + [self.operand(a) for a in node.args[1:]])
+        rest = [self.atomic_expr(a) for a in args[1:]]
+        states = []
+        for _ in range(record.draws):
+            current = self.stage(self.call_builtin(node, "_rand_next", [current]))
+            states.append(current)
+        self.emit(ir.Assign(target=binding[1], value=current))
+        tracer = Tracer(self, node)
+        out = record.forward(*(tracer.wrap(e) for e in states + rest))
+        return self.from_components(node, out, result)
 
     def call_len(self, node: ast.Call):
         if len(node.args) != 1:
@@ -370,21 +394,26 @@ class ExpressionTyper:
 
     def call_builtin(self, node: ast.AST, key: str, args: list[ir.Expr]) -> ir.Expr:
         """Resolve ``key`` for ``args`` (coercing weak literals) and build the Call."""
+        record, result, args = self.resolve_args(node, key, args)
+        if record.impl == "composite":
+            return self.expand_composite(node, record, result, args)
+        if all(isinstance(a, ir.Const) for a in args) and record.operator and \
+                all(a.weak for a in args):
+            folded = self.fold(record, args)
+            if folded is not None:
+                return folded
+        return ir.Call(result, record, tuple(args))
+
+    def resolve_args(self, node: ast.AST, key: str, args: list[ir.Expr]):
+        """The record of ``key`` accepting ``args``, its result type and the arguments with weak
+        literals converted; a type error listing the accepted signatures if none does."""
         records = registry.lookup(key)
         if not records:
             self.fail(node, f"'{key}' is not a known builtin", KernelNameError)
         for attempt in self.literal_coercions(args):
             found = registry.resolve(key, tuple(a.type for a in attempt))
             if found is not None:
-                record, result = found
-                if record.impl == "composite":
-                    return self.expand_composite(node, record, result, attempt)
-                if all(isinstance(a, ir.Const) for a in attempt) and record.operator and \
-                        all(a.weak for a in attempt):
-                    folded = self.fold(record, attempt)
-                    if folded is not None:
-                        return folded
-                return ir.Call(result, record, tuple(attempt))
+                return found[0], found[1], list(attempt)
         given = ", ".join(dtypes.type_name(a.type) for a in args)
         options = "; ".join(registry.candidates(key))
         strong = [a.type for a in args if not (isinstance(a, ir.Const) and a.weak)]

@@ -4,6 +4,6 @@ Importing this package imports every ops module, and that registers all builtins
 ``import difftape._src.ops``, ``registry.all_builtins()`` lists them all.
 """
 
-from . import arithmetic, atomic, quat, registry, scalar, vector
+from . import arithmetic, atomic, quat, random, registry, scalar, vector
 
-__all__ = ["arithmetic", "atomic", "quat", "registry", "scalar", "vector"]
+__all__ = ["arithmetic", "atomic", "quat", "random", "registry", "scalar", "vector"]

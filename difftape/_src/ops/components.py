@@ -148,3 +148,25 @@ def python_scope_call(key: str, args: tuple):
     record, result = found
     comps = [to_components(a, t) for a, t in zip(args, filled)]
     return from_components(record.forward(*comps), result)
+
+
+def python_scope_draw(key: str, args: tuple):
+    """``wp.randf(state)`` from Python: the value a kernel would draw, ``state`` left as it is
+    (as in Warp: a Python integer cannot be changed in place)."""
+    import numpy as np
+
+    fitting = [r for r in registry.lookup(key) if len(r.overloads[0].inputs) == len(args)]
+    if not fitting:
+        accepted = "; ".join(registry.candidates(key))
+        raise TypeError(f"{key}() does not take {len(args)} arguments. It accepts: {accepted}")
+    record, overload = fitting[0], fitting[0].overloads[0]
+    state = np.uint32(int(args[0]) & 0xFFFFFFFF)
+    states = []
+    for _ in range(record.draws):
+        state = registry.lookup("_rand_next")[0].forward(state)
+        states.append(state)
+    rest = [t._np(a) for (_, t), a in zip(overload.inputs[1:], args[1:])]
+    out = record.forward(*states, *rest)
+    if dtypes.is_float(overload.output):  # computed in float64 from float32 draws: round
+        out = overload.output._np(out)
+    return from_components(out, overload.output)

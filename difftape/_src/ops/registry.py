@@ -15,6 +15,8 @@ import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .. import dtypes
 
 
@@ -40,7 +42,8 @@ class Overload:
     """One accepted signature: parameter name → concrete type or TypeVar, and the result type rule."""
 
     inputs: tuple[tuple[str, object], ...]
-    output: object  # concrete type, TypeVar (same as that binding), or callable(bound: dict) -> type
+    output: object  # concrete (scalar or composite) type, TypeVar (same as that binding), or
+    # callable(bound: dict) -> type
 
     def bind(self, arg_types: tuple[type, ...]) -> type | None:
         """The result type if ``arg_types`` fit this overload, else None."""
@@ -55,7 +58,8 @@ class Overload:
                 return None
         if isinstance(self.output, TypeVar):
             return bound[self.output]
-        if callable(self.output) and not dtypes.is_scalar_type(self.output):
+        if callable(self.output) and not dtypes.is_scalar_type(self.output) and \
+                not hasattr(self.output, "_wp_scalar_type_"):  # a rule, not a vector type
             return self.output(bound)
         return self.output  # type: ignore[return-value]
 
@@ -90,6 +94,11 @@ class Builtin:
     # into scalar builtin calls, so their derivative follows from the scalar rules.
     match: Callable | None = None  # arg types -> result type, or None when they do not fit
     examples: tuple = ()  # argument type tuples the tests instantiate
+    # Random draws (impl="random", ``wp.randf(state)``): the frontend advances the caller's
+    # state ``draws`` times and runs ``forward`` on traced scalars (the advanced states, then
+    # the other arguments), as for composites.
+    draws: int = 0
+    hidden: bool = False  # a helper the frontend calls (the random state's step): not wp.<key>
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -116,12 +125,24 @@ class Builtin:
             tracer = getattr(a, "_difftape_tracer", None)
             if tracer is not None:
                 return tracer.call(self.key, args)
+        if self.impl == "random":
+            from .components import python_scope_draw
+
+            return python_scope_draw(self.key, args)
         if self.impl == "composite" or any(hasattr(a, "_wp_scalar_type_") for a in args):
             from .components import python_scope_call
 
             return python_scope_call(self.key, args)
         types_ = tuple(_python_type(a) for a in args)
         found = resolve(self.key, types_) if None not in types_ else None
+        if found is None:  # Python ints for int32 parameters (wp.rand_init(seed, i)): convert
+            for record in _REGISTRY.get(self.key, []):
+                inputs = record.overloads[0].inputs if record.overloads else ()
+                if len(inputs) == len(args) and all(
+                        dtypes.is_scalar_type(t) and (dtypes.is_int(t) or not isinstance(a, int))
+                        for (_, t), a in zip(inputs, args)):
+                    return record.forward(*(np.asarray(a).astype(t._np)[()]  # C's wrap
+                                            for (_, t), a in zip(inputs, args)))
         return (found[0] if found else self).forward(*args)
 
     def __repr__(self) -> str:
@@ -167,6 +188,7 @@ def builtin(
     operator: str | None = None,
     impl: str | None = None,
     tolerance: float = 1e-6,
+    hidden: bool = False,
 ) -> Callable[[Callable], Builtin]:
     """Register the decorated plain-Python function as a builtin.
 
@@ -185,7 +207,7 @@ def builtin(
             key=key or fn.__name__, group=group, forward=fn, overloads=ovs,
             doc=(fn.__doc__ or "").strip(), differentiable=diff, reason=reason,
             sample=dict(sample or {}), reference=reference, side_effect=side_effect,
-            operator=operator, impl=impl, tolerance=tolerance,
+            operator=operator, impl=impl, tolerance=tolerance, hidden=hidden,
         )
         return _register(record)
 
@@ -228,6 +250,38 @@ def composite(
             doc=(fn.__doc__ or "").strip(), differentiable=diff, reason=reason,
             sample=dict(sample or {n: (-2.0, 2.0) for n in names}), impl="composite",
             tolerance=tolerance, match=match, examples=tuple(examples),
+        )
+        return _register(record)
+
+    return decorate
+
+
+def random_draw(
+    key: str,
+    *,
+    group: str,
+    inputs: dict[str, object],
+    output: object,
+    draws: int,
+    differentiable: dict[str, bool] | bool = False,
+    reason: str = "",
+) -> Callable[[Callable], Builtin]:
+    """Register a function of a random state that advances it in place (``wp.randf(state)``).
+
+    ``inputs`` starts with the state (a uint32 local of the caller). The decorated function
+    receives the ``draws`` successive states, then the other inputs, as traced scalars, and
+    returns a scalar or a component list: inside kernels it becomes scalar builtin calls, so
+    the gradient to its float inputs (``low``/``high``) follows from their rules.
+    """
+
+    def decorate(fn: Callable) -> Builtin:
+        names = list(inputs)
+        diff = ({n: differentiable for n in names} if isinstance(differentiable, bool)
+                else {n: differentiable.get(n, False) for n in names})
+        record = Builtin(
+            key=key, group=group, forward=fn, overloads=(Overload(tuple(inputs.items()), output),),
+            doc=(fn.__doc__ or "").strip(), differentiable=diff, reason=reason,
+            impl="random", draws=draws,
         )
         return _register(record)
 
