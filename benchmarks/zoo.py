@@ -1,13 +1,12 @@
 """The kernel zoo: one small kernel per value type and builtin family (quaternions, transforms,
-2x2 to 4x4 and spatial matrices, float64 and float16), per neighbour pattern (a rope's
-segments, guarded and wrapped-around neighbours, a cloth's boundary branches) and per loop
-pattern (a dense layer's sums, a loop left by ``break``, a ``while`` loop), each a tape
-forward + ``backward()`` at 1M
-threads (300k for spatial matrices), timed by ``benchmarks/run.py`` (section "Kernel zoo") under
-warp-lang and difftape on one thread, alternating. The workloads time whole programs; the zoo
-finds the value types whose generated code is slow (mat44 and mat33d rows were gathered
-component by component, 3-4x slower than warp-lang, until ``codegen/strides.py`` learned to
-avoid it).
+2x2 to 4x4 and spatial matrices, float64 and float16, random draws), per neighbour pattern (a
+rope's segments, guarded and wrapped-around neighbours, a cloth's boundary branches) and per
+loop pattern (a dense layer's sums, a loop left by ``break``, a ``while`` loop), each a tape
+forward + ``backward()`` at 1M threads (300k for spatial matrices), timed by
+``benchmarks/run.py`` (section "Kernel zoo") under warp-lang and difftape on one thread,
+alternating. The workloads time whole programs; the zoo finds the value types whose generated
+code is slow (mat44 and mat33d rows were gathered component by component, 3-4x slower than
+warp-lang, until ``codegen/strides.py`` learned to avoid it).
 
 ``wp`` is injected by the runner (warp or difftape); this file must not import either.
 """
@@ -317,6 +316,18 @@ def newton_while(a: wp.array(dtype=float), r: wp.array(dtype=float)):
     r[i] = x
 
 
+@wp.kernel
+def brownian(x: wp.array(dtype=wp.vec3), sigma: wp.array(dtype=float),
+             out: wp.array(dtype=wp.vec3)):
+    # 16 random steps from each start: a direction on the sphere, a normal length (random draws)
+    i = wp.tid()
+    state = wp.rand_init(17, i)
+    p = x[i]
+    for _ in range(16):
+        p = p + wp.sample_unit_sphere_surface(state) * (sigma[i] * wp.randn(state))
+    out[i] = p
+
+
 N = 1_000_000
 PARTICLES = 2048
 ROWS = N // 16
@@ -368,6 +379,7 @@ CASES = {
     "sphere_scene": (N // 4, [("vec3", (3,), "f4"), ("vec3", (3,), "f4", (8,)),
                               ("float32", (), "f4")]),
     "newton_while": (N, [("float32", (), "f4"), ("float32", (), "f4")]),
+    "brownian": (N // 4, [("vec3", (3,), "f4"), ("float32", (), "f4"), ("vec3", (3,), "f4")]),
 }
 
 
