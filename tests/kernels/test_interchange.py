@@ -76,7 +76,28 @@ def own_length(x: wp.array(dtype=wp.float64), m: wp.array(dtype=int),
 def reads_outputs(x: wp.array(dtype=wp.float64), n: int, y: wp.array(dtype=wp.float64)):
     i = wp.tid()
     for k in range(n):
-        y[i] = y[i] * 0.5 + x[k]  # y is read and written: neighbours could share elements
+        y[i] = y[i] * 0.5 + x[k]  # read and written at the thread's own element only
+
+
+@wp.kernel
+def reads_neighbours(x: wp.array(dtype=wp.float64), n: int, y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    for k in range(n):
+        y[i] = y[(i + 1) % y.shape[0]] * 0.5 + x[k]  # a neighbour's element: order shows
+
+
+@wp.kernel
+def in_place_steps(x: wp.array(dtype=wp.float64), v: wp.array(dtype=wp.vec2d), n: int,
+                   e: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    e[i] = x[i] * x[i]
+    for k in range(n):
+        v[i] = v[i] * 0.99 - wp.vec2d(0.01 * x[i] * x[i], 0.02 * v[i][0])
+        x[i] = x[i] + v[i][1] * 0.1
+        e[i] += 0.5 * v[i][0] * v[i][0]  # an add at the own element, read after the loop
+        if x[i] > 1.4:
+            x[i] = x[i] * 0.5
+    e[i] = e[i] + x[i]
 
 
 @wp.kernel
@@ -147,7 +168,8 @@ def _interchanged(kernel) -> bool:
 def test_which_loops_are_interchanged():
     assert _interchanged(poly) and _interchanged(nested)
     assert _interchanged(early_exit)  # its break: tests/kernels/test_interchanged_break.py
-    for kernel in (own_length, reads_outputs, var_after, inner_loop):
+    assert _interchanged(reads_outputs) and _interchanged(in_place_steps)
+    for kernel in (own_length, reads_neighbours, var_after, inner_loop):
         assert not _interchanged(kernel), kernel.key
     source = poly.source().split("def poly_adjoint")[0]
     assert "for rt_it in range(rt_start, rt_stop, rt_step):" in source
@@ -351,3 +373,37 @@ def test_widened_adjoint_gives_the_plain_adjoints_gradients(threading):
     np.testing.assert_array_equal(y, y_want)
     np.testing.assert_array_equal(got, want)
     assert np.isfinite(got).all() and (got[8:] != 0).mean() > 0.9
+
+
+@pytest.mark.parametrize("mode", ["serial", "auto"])
+@pytest.mark.parametrize("size", [5, 63, 65, STRIP + 1, 2 * STRIP + 300])
+def test_arrays_read_and_written_at_the_threads_own_element(threading, mode, size):
+    """Each thread touches its own elements only, so the order of threads cannot show: the
+    interchanged forward gives the plain loop's values bit for bit, and the interchanged
+    adjoint, whose replay stores into the launch's copy of x and v, the plain adjoint's
+    gradients; those pass central differences."""
+    threading(mode)
+    rng = np.random.default_rng(size)
+    x0 = rng.uniform(0.5, 1.5, size)
+    v0 = rng.uniform(-1.0, 1.0, (size, 2))
+    seed = rng.standard_normal(size)
+
+    def run():
+        x = wp.array(x0, dtype=wp.float64, requires_grad=True)
+        v = wp.array(v0, dtype=wp.vec2d, requires_grad=True)
+        e = wp.zeros(size, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(in_place_steps, size, inputs=[x, v, 30, e])
+        values = np.concatenate([x.numpy(), v.numpy().ravel(), e.numpy()])
+        tape.backward(grads={e: wp.array(seed, dtype=wp.float64)})
+        return values, np.concatenate([x.grad.numpy(), v.grad.numpy().ravel()])
+
+    values, grads = run()
+    want_values, want_grads = debug_reference(run)
+    np.testing.assert_array_equal(values, want_values)
+    np.testing.assert_allclose(grads, want_grads, rtol=1e-12, atol=1e-12)
+    small = {"x": x0[:5], "v": v0[:5]}
+    check_tape(lambda a: wp.launch(in_place_steps, 5, inputs=[a["x"], a["v"], 30, a["e"]]),
+               small, {"e": np.zeros(5)}, {"x": wp.float64, "v": wp.vec2d, "e": wp.float64},
+               rtol=1e-6, atol=1e-8)

@@ -7,7 +7,8 @@ follow: carried locals, branches whose arms save unalike (nested too), ``break``
 and ``return``, a ``return`` before the loop, a ``while`` loop, a loop inside the loop (in a
 branch too), loops counted down, the loop in a branch, a second loop after it, builtins of a
 few instructions and compiled ones, coefficients the loop's variables pick, a value every
-thread reads before the loop, and one- and two-dimensional launches. The kernels are written to
+thread reads before the loop, arrays read and written at the thread's own element, and one- and
+two-dimensional launches. The kernels are written to
 a file and imported (kernels are parsed from their source)."""
 
 import importlib.util
@@ -46,6 +47,13 @@ INNER_STATEMENTS = [
     "t = s * c[j]\nif t > wp.float64(0.2):\n    a = a + t * wp.float64(0.1)",
 ]
 
+# Statements updating the thread's own elements of the kernel's arrays in place.
+IN_PLACE_STATEMENTS = [
+    "y[i] = y[i] * wp.float64(0.5) + s * wp.float64(0.1)",
+    "s = s + y[i] * wp.float64(0.2)",
+    "x[i] = x[i] * wp.float64(0.9) + s * wp.float64(0.01)\na = a + x[i] * wp.float64(0.1)",
+]
+
 HEADER = """import difftape as wp
 
 """
@@ -63,8 +71,10 @@ def {name}(x: wp.array(dtype=wp.float64), c: wp.array(dtype=wp.float64), n: int,
 
 
 def _kernel_source(name: str, rng: random.Random, two_d: bool, width: int,
-                   nest: bool = False) -> str:
+                   nest: bool = False, in_place: bool = False) -> str:
     body = [rng.choice(STATEMENTS) for _ in range(rng.randint(2, 5))]
+    for _ in range(rng.randint(1, 2) if in_place else 0):
+        body.insert(rng.randint(0, len(body)), rng.choice(IN_PLACE_STATEMENTS))
     if nest:  # a loop inside, somewhere (after a break, continue or return it stays plain)
         inner = [rng.choice(INNER_STATEMENTS) for _ in range(rng.randint(1, 3))]
         bounds = rng.choice(["c.shape[0]", "n // 3", "n - 9"])
@@ -97,8 +107,9 @@ def _kernel_source(name: str, rng: random.Random, two_d: bool, width: int,
     return KERNEL.format(name=name, tid=tid, loop="\n".join("    " + line for line in lines))
 
 
-# Kernels, the first PLAIN with the loop's statements only, the rest with a loop inside it.
-PLAIN, COUNT = 14, 22
+# Kernels: the first PLAIN with the loop's statements only, up to NESTED with a loop inside
+# it, the rest with arrays read and written in place.
+PLAIN, NESTED, COUNT = 14, 22, 28
 
 
 @pytest.fixture(scope="module")
@@ -107,12 +118,14 @@ def kernels(tmp_path_factory):
     cases = []
     source = HEADER
     nests = random.Random(20261206)
+    in_place = random.Random(20261207)
     for index in range(COUNT):
         two_d = index % 3 == 2
         width = ADJOINT_STRIP + 5
         name = f"fuzzed_{index}"
-        nest = index >= PLAIN
-        source += _kernel_source(name, nests if nest else rng, two_d, width, nest) + "\n\n"
+        nest, updates = PLAIN <= index < NESTED, index >= NESTED
+        source += _kernel_source(name, in_place if updates else nests if nest else rng, two_d,
+                                 width, nest, updates) + "\n\n"
         cases.append((name, two_d, width))
     path = tmp_path_factory.mktemp("fuzz") / "fuzzed_kernels.py"
     path.write_text(source)
@@ -127,11 +140,19 @@ def test_most_nests_are_interchanged(kernels):
     forward and backward (the others have it after an exit, or a loop three deep, or a second
     loop after one holding a loop)."""
     both = 0
-    for kernel, two_d, _ in kernels[PLAIN:]:
+    for kernel, two_d, _ in kernels[PLAIN:NESTED]:
         source = kernel.source(dim=2 if two_d else 1)
         forward, adjoint = source.split("_adjoint(")
         both += "for rt_inner" in forward and "rt_trip_it_" in adjoint
-    assert both >= (COUNT - PLAIN) // 3
+    assert both >= (NESTED - PLAIN) // 3
+
+
+def test_in_place_updates_are_interchanged(kernels):
+    """The one-dimensional kernels updating their own elements run interchanged both ways."""
+    for kernel, two_d, _ in kernels[NESTED:]:
+        forward, adjoint = kernel.source(dim=2 if two_d else 1).split("_adjoint(")
+        if not two_d:  # (two-dimensional ones compute i: not provably the thread's own)
+            assert "rt_carry_" in forward and "rt_carry_" in adjoint, kernel.key
 
 
 @pytest.mark.parametrize("index", range(COUNT))

@@ -217,7 +217,9 @@ def _function(kernel: ir.KernelIR, body: list[ir.Stmt], variant: Variant, adjoin
     split = None if variant.debug else interior_split(
         body, kernel, variant.rank, analysis.single_assigned, analysis.in_loop)
     swap = None
-    if not variant.debug and not _scalar_param_copies(kernel, body):
+    # Arrays passed twice or overlapping (the variant without noalias) could let a thread read
+    # another's write: they keep the threads' order.
+    if not variant.debug and variant.noalias and not _scalar_param_copies(kernel, body):
         swap = interchange_plan(kernel, body, variant.rank, analysis.single_assigned)
         if swap is not None:
             # A loop run across threads gains more than guards or clamps taken out: 1M rays of

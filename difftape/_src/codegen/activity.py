@@ -134,17 +134,22 @@ def classify_index(ref: ir.ArrayRef, indices: tuple[ir.Expr, ...], kernel: ir.Ke
 
     Only the element indices count: trailing component indices of vector arrays are constants.
     """
-    indices = indices[:ref.ndim]
-    names = [e.name if isinstance(e, ir.Var) else None for e in indices]
-    stable = analysis.single_assigned
-    if kernel.tid_flat and names == [kernel.tid_flat] and kernel.tid_flat in stable:
+    if own_element(ref, indices, kernel, analysis.single_assigned):
         return PRIVATE
-    if kernel.tid_vars and names == list(kernel.tid_vars) and all(n in stable for n in names):
-        return PRIVATE
-
-    if all(thread_invariant(e, analysis) for e in indices):
+    if all(thread_invariant(e, analysis) for e in indices[:ref.ndim]):
         return UNIFORM
     return SCATTER
+
+
+def own_element(ref: ir.ArrayRef, indices: tuple[ir.Expr, ...], kernel: ir.KernelIR,
+                single_assigned: set[str]) -> bool:
+    """Whether ``array[indices]`` is the thread's own element: indexed by the thread index
+    (``i = wp.tid()``, or ``i, j = wp.tid()`` in order), never reassigned."""
+    names = [e.name if isinstance(e, ir.Var) else None for e in indices[:ref.ndim]]
+    if kernel.tid_flat and names == [kernel.tid_flat] and kernel.tid_flat in single_assigned:
+        return True
+    return bool(kernel.tid_vars) and names == list(kernel.tid_vars) and \
+        all(n in single_assigned for n in names)
 
 
 def thread_invariant(e: ir.Expr, analysis: Analysis, same: frozenset[str] = frozenset()) -> bool:
