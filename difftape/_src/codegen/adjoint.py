@@ -113,15 +113,20 @@ class AdjointWriter(ForwardWriter):
     def reverse_Atomic(self, s: ir.Atomic, out: SourceBuilder) -> None:
         restored = s.result is not None and s.result in self.analysis.restored
         wanted = self.has_gradient(s.array) and self.analysis.expr_active(s.value)
-        if not restored and not wanted:
+        p = s.array.param
+        t = s.value.type
+        replayed = s.op in ("add", "sub") and p in self.kernel.inplace_arrays
+        if not restored and not wanted and not replayed:
             return
         self.comment(s, out)
         if restored:
-            self.pop(s.result, s.value.type, out)
+            self.pop(s.result, t, out)
+        if replayed:  # the replay added into the launch's copy: put its old element back
+            old = self.new_temp(t)
+            self.pop(old, t, out)
+            out.line(f"{p}[{self.index_code(s.indices, ref=s.array)}] = {old}")
         if not wanted:
             return
-        p = s.array.param
-        t = s.value.type
         temps: dict = {}
         g = self.new_temp(t)
         sign = "-" if s.op == "sub" else ""

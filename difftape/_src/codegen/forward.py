@@ -236,6 +236,18 @@ class ForwardWriter(ExprCoder):
             out.line(f"if has_{s.array.param}: {s.array.param}[{self.index_code(s.indices)}] "
                      f"{sign}= {self.code(s.value)}")
             return
+        if not self.effects and self.replay and s.op in ("add", "sub") and \
+                s.array.param in self.kernel.inplace_arrays:
+            # The adjoint runs on a private copy of this array taken before the launch: the
+            # add replayed (its old element saved) lets later reads see it, as they did.
+            target = f"{s.array.param}[{self.index_code(s.indices, ref=s.array)}]"
+            self.push(target, t, out)
+            if s.result:
+                if s.result in self.analysis.restored:
+                    self.push(s.result, t, out)
+                out.line(f"{s.result} = {target}")
+            out.line(f"{target} {'+' if s.op == 'add' else '-'}= {self.code(s.value)}")
+            return
         if not self.effects:
             # Atomics are not replayed, so their return value is unknown here (Warp: garbage).
             if s.result:

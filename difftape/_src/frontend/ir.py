@@ -223,6 +223,7 @@ class KernelIR:
     written_arrays: frozenset[str] = frozenset()  # params stored to (plain store)
     read_arrays: frozenset[str] = frozenset()  # params loaded from
     stored_arrays: frozenset[str] = frozenset()  # params written by plain (non-atomic) stores
+    added_arrays: frozenset[str] = frozenset()  # params updated by atomic adds and subtracts
 
     def flat_params(self) -> list[Param]:
         """Generated-code parameters: composites split into one scalar parameter per component
@@ -241,8 +242,9 @@ class KernelIR:
 
     @property
     def inplace_arrays(self) -> frozenset[str]:
-        """Params both read and stored: the adjoint needs their contents from before the launch."""
-        return self.read_arrays & self.stored_arrays
+        """Params both read and stored or added to: the adjoint needs their contents from before
+        the launch, and replays the writes on them (a read after ``e[i] += x`` sees the add)."""
+        return self.read_arrays & (self.stored_arrays | self.added_arrays)
 
 
 def walk_stmts(stmts: list[Stmt]):

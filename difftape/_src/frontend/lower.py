@@ -685,6 +685,8 @@ def lower_kernel(fn, key: str, concrete: dict | None = None) -> ir.KernelIR:
         name=key, params=params, body=body, locals=ctx.locals, tid_vars=ctx.tid_vars,
         tid_flat=ctx.tid_flat, written_arrays=frozenset(ctx.written_arrays),
         read_arrays=_loaded_arrays(body), stored_arrays=frozenset(ctx.stored_arrays),
+        added_arrays=frozenset(s.array.param for s in ir.walk_stmts(body)
+                               if isinstance(s, ir.Atomic) and s.op in ("add", "sub")),
     )
 
 
