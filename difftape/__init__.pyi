@@ -112,6 +112,9 @@ from difftape._src.language import constant as constant
 from difftape._src.language import identity as identity
 from difftape._src.language import select as select
 from difftape._src.language import tid as tid
+from difftape._src.kernel_library import lower_bound as lower_bound
+from difftape._src.kernel_library import poisson as poisson
+from difftape._src.kernel_library import sample_cdf as sample_cdf
 
 # category: tape
 from difftape._src.tape import Tape as Tape

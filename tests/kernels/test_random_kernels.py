@@ -119,6 +119,7 @@ def test_a_while_condition_with_a_draw_runs_every_iteration():
     ("wp.randf(5)", "pass a uint32 local variable"),
     ("wp.randf(seeds[i])", "pass a uint32 local variable"),
     ("wp.randf(i)", "pass a uint32 local variable"),
+    ("float(wp.poisson(seeds[i], 2.0))", "poisson.. advances the random state"),
 ])
 def test_a_state_that_is_not_a_uint32_local_is_an_error(source, message, tmp_path):
     import importlib.util

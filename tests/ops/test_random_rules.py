@@ -226,3 +226,51 @@ def test_every_shape_lands_where_it_should():
     np.testing.assert_allclose((np.linalg.norm(ball, axis=1) ** 3).mean(), 0.5, atol=tol)
     np.testing.assert_allclose((np.linalg.norm(disk, axis=1) ** 2).mean(), 0.5, atol=tol)
     assert abs(f.mean()) < tol and abs(f.std() - 1.0) < 2 * tol
+
+
+# --- The draws that loop: sample_cdf, poisson; lower_bound ---------------------------------------
+
+
+@wp.kernel
+def searches(cdf: wp.array(dtype=float), values: wp.array(dtype=float), lams: wp.array(dtype=float),
+             bins: wp.array2d(dtype=int), counts: wp.array2d(dtype=wp.uint32)):
+    i = wp.tid()
+    bins[i, 0] = wp.lower_bound(cdf, values[i])
+    bins[i, 1] = wp.lower_bound(cdf, 1, 3, values[i])
+    state = wp.rand_init(9, i)
+    bins[i, 2] = wp.sample_cdf(state, cdf)
+    for k in range(lams.shape[0]):
+        counts[i, k] = wp.poisson(state, lams[k])
+    bins[i, 3] = wp.randi(state)  # after the draws above: they advanced the state
+
+
+def test_lower_bound_sample_cdf_and_poisson():
+    n = 1 << 15
+    weights = np.array([0.1, 0.2, 0.05, 0.25, 0.4])
+    cdf = np.cumsum(weights).astype(np.float32)
+    values = np.random.default_rng(0).uniform(-0.1, 1.1, n).astype(np.float32)
+    lams = np.array([0.0, 0.7, 3.5, 9.99, 10.0, 60.0, 1000.0], np.float32)
+    bins = wp.zeros((n, 4), dtype=int)
+    counts = wp.zeros((n, lams.size), dtype=wp.uint32)
+    wp.launch(searches, n, inputs=[wp.array(cdf, dtype=float), wp.array(values, dtype=float),
+                                   wp.array(lams, dtype=float), bins, counts])
+    bins, counts = bins.numpy(), counts.numpy().astype(np.float64)
+    # Warp's lower_bound: the first element not below the value, the last index if none is
+    np.testing.assert_array_equal(bins[:, 0], np.minimum(np.searchsorted(cdf, values), 4))
+    np.testing.assert_array_equal(bins[:, 1], np.clip(np.searchsorted(cdf, values), 1, 2))
+    frequencies = np.bincount(bins[:, 2], minlength=5) / n
+    np.testing.assert_allclose(frequencies, weights, atol=4 * np.sqrt(0.25 / n))
+    assert not counts[:, 0].any()
+    for k, lam in enumerate(lams[1:], start=1):
+        tolerance = 5 * np.sqrt(lam / n)  # standard errors of the mean
+        assert abs(counts[:, k].mean() - lam) < tolerance, lam
+        assert abs(counts[:, k].var() / lam - 1.0) < 0.05, lam
+    # the states the draws left differ from thread to thread and from a fresh stream's
+    state = pcg(np.uint32(9) + pcg(np.arange(n, dtype=np.uint32)))
+    assert len(np.unique(bins[:, 3])) > n - 4 and (bins[:, 3] != pcg(state).view(np.int32)).all()
+
+
+def test_poisson_in_python_scope_is_a_kernels_first_draw():
+    assert wp.poisson(wp.rand_init(5, 2), 7.5) == 4 and wp.poisson(wp.rand_init(5, 2), 40.0) == 42
+    with pytest.raises(RuntimeError, match="sample_cdf.. can only be called inside kernels"):
+        wp.sample_cdf(wp.rand_init(1), None)

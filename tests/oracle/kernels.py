@@ -108,3 +108,16 @@ def draws(seed: int, f: wp.array2d(dtype=float), ints: wp.array2d(dtype=int),
     v3[i, 4] = wp.sample_unit_hemisphere(state)
     v3[i, 5] = wp.sample_unit_cube(state)
     uints[i, 3] = state
+
+
+def library_draws(cdf: wp.array(dtype=float), lams: wp.array(dtype=float),
+                  idx: wp.array2d(dtype=int), counts: wp.array2d(dtype=wp.uint32),
+                  states: wp.array(dtype=wp.uint32)):
+    i = wp.tid()
+    state = wp.rand_init(77, i)
+    idx[i, 0] = wp.sample_cdf(state, cdf)
+    for k in range(lams.shape[0]):
+        counts[i, k] = wp.poisson(state, lams[k])
+    idx[i, 1] = wp.lower_bound(cdf, float(i % 11) / 10.0)
+    idx[i, 2] = wp.lower_bound(cdf, 1, 4, float(i % 11) / 10.0)
+    states[i] = state

@@ -285,6 +285,8 @@ class ExpressionTyper:
             return self.lower_grad(node, func.function)
         if isinstance(func, registry.Builtin):
             return self.call_named_builtin(node, func.key)
+        if hasattr(func, "_difftape_draw"):  # wp.sample_cdf, wp.poisson (kernel_library.py)
+            return self.library_draw(node, func)
         if is_user_function(func):
             if node.keywords:
                 self.fail(node, "keyword arguments are not supported in function calls yet",
@@ -342,16 +344,33 @@ class ExpressionTyper:
                       KernelSyntaxError)
         return self.call_builtin(node, key, [self.operand(a) for a in node.args])
 
-    def random_draw(self, node: ast.Call, key: str):
-        """``wp.randf(state, ...)``: the other arguments, then ``state = _rand_next(state)`` as
-        many times as the draw takes, then its value from the successive states."""
+    def random_state(self, node: ast.Call, key: str) -> str:
+        """The local symbol of a draw's state argument: a uint32 local variable."""
         state = node.args[0] if node.args else None
         binding = self.scope.get(state.id) if isinstance(state, ast.Name) else None
         if not (isinstance(binding, tuple) and binding[0] is dtypes.uint32):
             self.fail(state or node, f"{key}() advances the random state it is given: pass a "
                       "uint32 local variable, e.g. state = wp.rand_init(seed, tid) then "
                       f"wp.{key}(state)", KernelTypeError)
-        current = ir.Var(dtypes.uint32, binding[1])
+        return binding[1]
+
+    def library_draw(self, node: ast.Call, draw):
+        """``wp.poisson(state, lam)``: its kernel-language function inlined on the state's
+        value and the other arguments; the state it returns assigned back."""
+        if node.keywords:
+            self.fail(node, f"{draw.__name__}() does not take keyword arguments",
+                      KernelSyntaxError)
+        symbol = self.random_state(node, draw.__name__)
+        args = [ir.Var(dtypes.uint32, symbol)] + [self.evaluate(a) for a in node.args[1:]]
+        value, state = self.inline_call(node, draw._difftape_draw, args)
+        self.emit(ir.Assign(target=symbol, value=state))
+        return value
+
+    def random_draw(self, node: ast.Call, key: str):
+        """``wp.randf(state, ...)``: the other arguments, then ``state = _rand_next(state)`` as
+        many times as the draw takes, then its value from the successive states."""
+        symbol = self.random_state(node, key)
+        current = ir.Var(dtypes.uint32, symbol)
         record, result, args = self.resolve_args(
             node, key, [current] + [self.operand(a) for a in node.args[1:]])
         rest = [self.atomic_expr(a) for a in args[1:]]
@@ -359,7 +378,7 @@ class ExpressionTyper:
         for _ in range(record.draws):
             current = self.stage(self.call_builtin(node, "_rand_next", [current]))
             states.append(current)
-        self.emit(ir.Assign(target=binding[1], value=current))
+        self.emit(ir.Assign(target=symbol, value=current))
         tracer = Tracer(self, node)
         out = record.forward(*(tracer.wrap(e) for e in states + rest))
         return self.from_components(node, out, result)

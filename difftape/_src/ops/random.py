@@ -10,7 +10,9 @@ takes them (left to right), so a kernel draws the same numbers as under Warp.
 
 The hash and the integer values are builtins of their own (hidden: Warp has no such names), the
 float values are written with ``sqrt``/``log``/``cos``/``acos``/``pow``, whose rules give
-``randf(state, low, high)`` its gradient to ``low`` and ``high`` (Warp gives none).
+``randf(state, low, high)`` its gradient to ``low`` and ``high`` (Warp gives none). The draws
+that loop, ``sample_cdf`` and ``poisson``, are kernel-language functions
+(``kernel_library.py``).
 """
 
 from __future__ import annotations
