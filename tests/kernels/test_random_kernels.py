@@ -141,3 +141,47 @@ def test_a_state_that_is_not_a_uint32_local_is_an_error(source, message, tmp_pat
         wp.launch(module.bad, dim=1, inputs=[wp.zeros(1, dtype=wp.uint32), wp.zeros(1)])
     text = str(err.value)
     assert "'bad'" in text and 'bad_state.py", line 7' in text and source in text
+
+
+@wp.kernel
+def read_beside_a_draw(out: wp.array2d(dtype=wp.uint32)):
+    i = wp.tid()
+    state = wp.rand_init(1, i)
+    x = state % wp.uint32(1000) + wp.uint32(wp.randf(state) * 0.0)  # read before the draw
+    y = wp.uint32(wp.randf(state) * 0.0) + state % wp.uint32(1000)  # read after it
+    out[i, 0] = x
+    out[i, 1] = y
+
+
+def test_a_read_beside_a_draw_sees_the_state_of_its_place_left_to_right():
+    """As in Warp, operands are evaluated left to right: a read of the state left of a draw
+    sees it before the draw (it saw it after, a value Warp never gives)."""
+    from tests.ops.test_random_rules import pcg
+
+    out = wp.zeros((2, 2), dtype=wp.uint32)
+    wp.launch(read_beside_a_draw, 2, inputs=[out])
+    s0 = pcg(np.uint32(1) + pcg(np.arange(2, dtype=np.uint32)))
+    np.testing.assert_array_equal(out.numpy()[:, 0], s0 % 1000)
+    np.testing.assert_array_equal(out.numpy()[:, 1], pcg(pcg(s0)) % 1000)
+
+
+@wp.func
+def draw_from_copy(state: wp.uint32) -> float:
+    return wp.randf(state)
+
+
+@wp.kernel
+def copies_of_the_state(out: wp.array2d(dtype=float)):
+    i = wp.tid()
+    state = wp.rand_init(1, i)
+    out[i, 0] = draw_from_copy(state)
+    out[i, 1] = draw_from_copy(state)  # the same: the function drew from a copy, as in Warp
+    out[i, 2] = wp.randf(state)
+
+
+def test_a_function_draws_from_a_copy_of_the_state():
+    out = wp.zeros((3, 3), dtype=float)
+    wp.launch(copies_of_the_state, 3, inputs=[out])
+    values = out.numpy()
+    np.testing.assert_array_equal(values[:, 0], values[:, 1])
+    np.testing.assert_array_equal(values[:, 0], values[:, 2])

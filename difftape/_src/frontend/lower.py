@@ -7,6 +7,7 @@ nodes; ``codegen/structure.py`` turns them into flags). Expression typing is in 
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass, field
 
 from .. import composite, dtypes
@@ -74,6 +75,7 @@ class Lowerer(CallLowering, TargetLowering, ExpressionTyper):
         self.loops: list[int] = []
         self.current: ast.AST | None = None
         self.part_scalar: type = dtypes.float32  # scalar type of the last component target
+        self.random_states = _random_states(parsed.tree)
 
     # ------------------------------------------------------------ plumbing
 
@@ -698,3 +700,27 @@ def _loaded_arrays(body: list[ir.Stmt]) -> frozenset[str]:
         for e in ir.statement_exprs(s):
             loaded.update(x.array.param for x in ir.walk_expr(e) if isinstance(x, ir.Load))
     return frozenset(loaded)
+
+
+@functools.cache
+def _draws() -> frozenset[str]:
+    """Names of the functions that advance the random state passed first: the registry's draws
+    (``ops/random.py``) and ``kernel_library.py``'s."""
+    from .. import kernel_library
+
+    return frozenset(r.key for r in registry.all_builtins() if r.impl == "random") | frozenset(
+        name for name, obj in vars(kernel_library).items() if isinstance(obj, kernel_library.Draw))
+
+
+def _random_states(tree: ast.AST) -> frozenset[str]:
+    """Names a draw advances in ``tree`` (``wp.randf(state)``): their reads are copied where
+    they happen, so that a read left of a draw in one expression sees the state before it, as
+    in Warp (``float(state) + wp.randf(state)``)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
+            callee = node.func
+            name = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+            if name in _draws():
+                names.add(node.args[0].id)
+    return frozenset(names)
