@@ -919,3 +919,42 @@ def test_cached_code_is_loaded_without_parsing_its_bitcode_until_linked(tmp_path
     np.testing.assert_allclose(second["values"][1], np.sqrt(x) * np.sin(x) + 2, rtol=1e-6)
     np.testing.assert_allclose(second["grads"][1],
                                0.5 / np.sqrt(x) * np.sin(x) + np.sqrt(x) * np.cos(x), rtol=1e-5)
+
+
+_SWAPPED_CACHE_SCRIPT = """
+    import glob
+    import json
+    import os
+    import sys
+
+    from numba import njit
+
+    from difftape._src.backends import cpu_cache
+
+    @njit(cache=True)
+    def plus_one(x):
+        return x + 1
+
+    if sys.argv[1] == "fill":
+        print(json.dumps([plus_one(1), plus_one(1.5)]))
+    elif sys.argv[1] == "swap":  # each signature's entry now names the other's file
+        first, second = sorted(glob.glob(os.path.join(os.environ["NUMBA_CACHE_DIR"], "**",
+                                                      "*plus_one*.nbc"), recursive=True))
+        os.replace(first, first + ".tmp")
+        os.replace(second, first)
+        os.replace(first + ".tmp", second)
+        print(json.dumps(None))
+    else:
+        cpu_cache.load_only(plus_one)
+        print(json.dumps([plus_one(1), plus_one(1.5)]))
+"""
+
+
+def test_a_cache_entry_holding_another_signature_is_a_miss(tmp_path):
+    """Processes compiling one function at once can leave Numba's index naming another
+    signature's file; loading it must not stand in for the one asked for (debug-mode index
+    checks then failed to compile: "Known signatures: ...")."""
+    filled, _, loaded = _two_processes(tmp_path, _SWAPPED_CACHE_SCRIPT,
+                                       (["fill"], ["swap"], ["load"]))
+    assert filled == [2, 2.5] and loaded == [2, 2.5]
+    assert type(loaded[0]) is int  # not the float signature's code (2.0)

@@ -48,7 +48,13 @@ class LoadOnlyCache(FunctionCache):
     def load_overload(self, sig, target_context):
         initialize_runtime(target_context)
         with self._guard_against_spurious_io_errors():
-            return self._load_overload(sig, target_context)
+            loaded = self._load_overload(sig, target_context)
+        # Processes compiling one function at once can leave an index entry naming another
+        # signature's file (Numba numbers the files per process): a miss, not that overload
+        # (a debug-mode index check would stay uncompiled: "Known signatures: ...").
+        if loaded is not None and tuple(loaded.signature.args) != tuple(sig):
+            return None
+        return loaded
 
     def _load_overload(self, sig, target_context):
         if not _LAZY_SUPPORTED or not getattr(self, "_enabled", True):
