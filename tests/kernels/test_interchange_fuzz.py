@@ -7,8 +7,8 @@ follow: carried locals, branches whose arms save unalike (nested too), ``break``
 and ``return``, a ``return`` before the loop, a ``while`` loop, a loop inside the loop (in a
 branch too), loops counted down, the loop in a branch, a second loop after it, builtins of a
 few instructions and compiled ones, coefficients the loop's variables pick, a value every
-thread reads before the loop, arrays read and written at the thread's own element, and one- and
-two-dimensional launches. The kernels are written to
+thread reads before the loop, arrays read and written at the thread's own element, random draws
+(a carried state), and one- and two-dimensional launches. The kernels are written to
 a file and imported (kernels are parsed from their source)."""
 
 import importlib.util
@@ -47,6 +47,15 @@ INNER_STATEMENTS = [
     "t = s * c[j]\nif t > wp.float64(0.2):\n    a = a + t * wp.float64(0.1)",
 ]
 
+# Random draws: the state ``st`` is a carried uint32 local every draw advances.
+DRAW_STATEMENTS = [
+    "s = s + wp.float64(wp.randf(st)) * a",
+    "if wp.randf(st) < 0.3:\n    continue",
+    "a = a + wp.float64(wp.randn(st)) * wp.float64(0.05) * s",
+    "if wp.randi(st, 0, 4) == 2:\n    b = b * wp.float64(0.9)",
+    "v = wp.sample_unit_sphere(st)\ns = s + wp.float64(v[0]) * a",
+]
+
 # Statements updating the thread's own elements of the kernel's arrays in place.
 IN_PLACE_STATEMENTS = [
     "y[i] = y[i] * wp.float64(0.5) + s * wp.float64(0.1)",
@@ -65,16 +74,19 @@ def {name}(x: wp.array(dtype=wp.float64), c: wp.array(dtype=wp.float64), n: int,
     a = x[i]
     b = c[3] + wp.float64(0.5)  # thread-invariant: its gradient goes to c alone
     s = wp.float64(0.25)
+    st = wp.rand_init(11, i)
 {loop}
     y[i] = s + a * b
 """
 
 
 def _kernel_source(name: str, rng: random.Random, two_d: bool, width: int,
-                   nest: bool = False, in_place: bool = False) -> str:
+                   nest: bool = False, in_place: bool = False, draws: bool = False) -> str:
     body = [rng.choice(STATEMENTS) for _ in range(rng.randint(2, 5))]
     for _ in range(rng.randint(1, 2) if in_place else 0):
         body.insert(rng.randint(0, len(body)), rng.choice(IN_PLACE_STATEMENTS))
+    for _ in range(rng.randint(1, 3) if draws else 0):
+        body.insert(rng.randint(0, len(body)), rng.choice(DRAW_STATEMENTS))
     if nest:  # a loop inside, somewhere (after a break, continue or return it stays plain)
         inner = [rng.choice(INNER_STATEMENTS) for _ in range(rng.randint(1, 3))]
         bounds = rng.choice(["c.shape[0]", "n // 3", "n - 9"])
@@ -108,8 +120,8 @@ def _kernel_source(name: str, rng: random.Random, two_d: bool, width: int,
 
 
 # Kernels: the first PLAIN with the loop's statements only, up to NESTED with a loop inside
-# it, the rest with arrays read and written in place.
-PLAIN, NESTED, COUNT = 14, 22, 28
+# it, up to IN_PLACE with arrays read and written in place, the rest with random draws.
+PLAIN, NESTED, IN_PLACE, COUNT = 14, 22, 28, 33
 
 
 @pytest.fixture(scope="module")
@@ -119,13 +131,16 @@ def kernels(tmp_path_factory):
     source = HEADER
     nests = random.Random(20261206)
     in_place = random.Random(20261207)
+    draws = random.Random(20261208)
     for index in range(COUNT):
         two_d = index % 3 == 2
         width = ADJOINT_STRIP + 5
         name = f"fuzzed_{index}"
-        nest, updates = PLAIN <= index < NESTED, index >= NESTED
-        source += _kernel_source(name, in_place if updates else nests if nest else rng, two_d,
-                                 width, nest, updates) + "\n\n"
+        nest, updates, drawn = (PLAIN <= index < NESTED, NESTED <= index < IN_PLACE,
+                                index >= IN_PLACE)
+        source += _kernel_source(
+            name, draws if drawn else in_place if updates else nests if nest else rng, two_d,
+            width, nest or (drawn and index % 2 == 0), updates, drawn) + "\n\n"
         cases.append((name, two_d, width))
     path = tmp_path_factory.mktemp("fuzz") / "fuzzed_kernels.py"
     path.write_text(source)
@@ -149,7 +164,7 @@ def test_most_nests_are_interchanged(kernels):
 
 def test_in_place_updates_are_interchanged(kernels):
     """The one-dimensional kernels updating their own elements run interchanged both ways."""
-    for kernel, two_d, _ in kernels[NESTED:]:
+    for kernel, two_d, _ in kernels[NESTED:IN_PLACE]:
         forward, adjoint = kernel.source(dim=2 if two_d else 1).split("_adjoint(")
         if not two_d:  # (two-dimensional ones compute i: not provably the thread's own)
             assert "rt_carry_" in forward and "rt_carry_" in adjoint, kernel.key
