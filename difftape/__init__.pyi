@@ -91,6 +91,8 @@ from difftape._src.device import get_preferred_device as get_preferred_device
 from difftape._src.device import init as init
 from difftape._src.device import is_cuda_available as is_cuda_available
 from difftape._src.device import set_device as set_device
+from difftape._src.device import force_load as force_load
+from difftape._src.device import load_module as load_module
 from difftape._src.device import synchronize as synchronize
 from difftape._src.device import synchronize_device as synchronize_device
 
@@ -122,6 +124,7 @@ from difftape._src.timer import ScopedTimer as ScopedTimer
 
 # category: configuration and errors
 from difftape._src import config as config
+from difftape._src.cache_files import clear_kernel_cache as clear_kernel_cache
 from difftape._src.config import LOG_DEBUG as LOG_DEBUG
 from difftape._src.config import LOG_ERROR as LOG_ERROR
 from difftape._src.config import LOG_INFO as LOG_INFO
@@ -140,6 +143,30 @@ from difftape._src.errors import LaunchError as LaunchError
 from difftape._src.errors import LaunchTypeError as LaunchTypeError
 from difftape._src.errors import LaunchValueError as LaunchValueError
 from difftape._src.errors import TapeError as TapeError
+
+# category: constants (Warp's wp.pi, wp.tau, wp.inf, ...: Python floats)
+from difftape._src.constants import E as E
+from difftape._src.constants import HALF_PI as HALF_PI
+from difftape._src.constants import INF as INF
+from difftape._src.constants import LN10 as LN10
+from difftape._src.constants import LN2 as LN2
+from difftape._src.constants import LOG10E as LOG10E
+from difftape._src.constants import LOG2E as LOG2E
+from difftape._src.constants import NAN as NAN
+from difftape._src.constants import PHI as PHI
+from difftape._src.constants import PI as PI
+from difftape._src.constants import TAU as TAU
+from difftape._src.constants import e as e
+from difftape._src.constants import half_pi as half_pi
+from difftape._src.constants import inf as inf
+from difftape._src.constants import ln10 as ln10
+from difftape._src.constants import ln2 as ln2
+from difftape._src.constants import log10e as log10e
+from difftape._src.constants import log2e as log2e
+from difftape._src.constants import nan as nan
+from difftape._src.constants import phi as phi
+from difftape._src.constants import pi as pi
+from difftape._src.constants import tau as tau
 
 # category: interop (PyTorch and DLPack; torch is imported only when a converter is called)
 from difftape._src.interop.dlpack import from_dlpack as from_dlpack

@@ -63,3 +63,25 @@ def kept_code(source: str, filename: str) -> CodeType:
     except OSError:  # a read-only cache: compile again next time
         pass
     return code
+
+
+# What difftape writes into the cache directory: generated modules, their compiled code and
+# index entries, Numba's runtime; Numba's own cache of the generated modules is in __pycache__.
+_CACHE_PREFIXES = ("difftape_gen_", "code_", "index_", "numba_runtime_")
+
+
+def clear_kernel_cache() -> int:
+    """Delete difftape's compiled kernels from the cache directory (Warp's
+    ``wp.clear_kernel_cache``): later launches compile again. Only files difftape names are
+    removed; returns how many."""
+    removed = 0
+    root = cache_dir()
+    for folder in (root, os.path.join(root, "__pycache__")):
+        if not os.path.isdir(folder):
+            continue
+        for name in os.listdir(folder):
+            if name.startswith(_CACHE_PREFIXES):
+                with contextlib.suppress(FileNotFoundError):  # another process was faster
+                    os.remove(os.path.join(folder, name))
+                    removed += 1
+    return removed

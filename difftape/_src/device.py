@@ -117,6 +117,18 @@ def init() -> None:
     """Initialize the runtime. Nothing needs initializing on the CPU; safe to call repeatedly."""
 
 
+def load_module(module=None, device: Device | str | None = None, recursive: bool = False) -> None:
+    """Warp compiles a module's kernels here; difftape compiles each kernel at its first launch
+    (its argument types choose the code), so this validates the device and returns."""
+    get_device(device)
+
+
+def force_load(device: Device | str | None = None, modules=None) -> None:
+    """Warp compiles every loaded module here; difftape compiles at first launch (see
+    ``load_module``), so this validates the device and returns."""
+    get_device(device)
+
+
 def synchronize() -> None:
     """Wait for all outstanding work; CPU work is synchronous, so this returns at once."""
 

@@ -1,0 +1,64 @@
+"""Module-level names Warp programs use besides kernels and arrays: the math constants, and the
+cache and loading calls (``wp.clear_kernel_cache``, ``wp.load_module``, ``wp.force_load``)."""
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+import difftape as wp
+
+CONSTANTS = {"e": math.e, "log2e": math.log2(math.e), "log10e": math.log10(math.e),
+             "ln2": math.log(2.0), "ln10": math.log(10.0), "phi": (1.0 + math.sqrt(5.0)) / 2.0,
+             "pi": math.pi, "half_pi": math.pi / 2.0, "tau": 2.0 * math.pi, "inf": math.inf}
+
+
+@pytest.mark.parametrize("name", CONSTANTS)
+def test_warps_constants_under_both_spellings(name):
+    for spelling in (name, name.upper()):
+        assert getattr(wp, spelling) == pytest.approx(CONSTANTS[name], rel=1e-15)
+    assert math.isnan(wp.nan) and math.isnan(wp.NAN)
+
+
+@wp.kernel
+def circle(out32: wp.array(dtype=wp.float32), out64: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    out32[i] = wp.cos(wp.float32(i) * wp.half_pi) + wp.min(wp.inf, 0.0)
+    out64[i] = wp.float64(i) * wp.tau
+
+
+def test_constants_in_kernels_take_the_type_beside_them():
+    out32, out64 = wp.zeros(3, dtype=wp.float32), wp.zeros(3, dtype=wp.float64)
+    wp.launch(circle, 3, inputs=[out32, out64])
+    np.testing.assert_allclose(out32.numpy(), [1.0, 0.0, -1.0], atol=1e-7)
+    assert out64.numpy().tolist() == [0.0, 2.0 * math.pi, 4.0 * math.pi]  # float64 exactly
+
+
+def test_clear_kernel_cache_removes_difftape_files_only(tmp_path, monkeypatch):
+    monkeypatch.setattr(wp.config, "cache_dir", str(tmp_path))
+    (tmp_path / "notes.txt").write_text("mine")
+    out32, out64 = wp.zeros(2, dtype=wp.float32), wp.zeros(2, dtype=wp.float64)
+
+    @wp.kernel
+    def fresh(out32: wp.array(dtype=wp.float32), out64: wp.array(dtype=wp.float64)):
+        i = wp.tid()
+        out32[i] = wp.pi
+        out64[i] = wp.e
+
+    wp.launch(fresh, 2, inputs=[out32, out64])
+    written = [n for n in os.listdir(tmp_path) if n.startswith("difftape_gen_")]
+    assert written
+    assert wp.clear_kernel_cache() >= len(written)
+    left = [n for n in os.listdir(tmp_path) if n != "__pycache__"]
+    cached = os.listdir(tmp_path / "__pycache__") if (tmp_path / "__pycache__").exists() else []
+    assert left == ["notes.txt"] and not cached
+    wp.launch(fresh, 2, inputs=[out32, out64])  # the loaded kernel still runs
+    assert out64.numpy().tolist() == [math.e, math.e]
+
+
+def test_load_module_and_force_load_accept_warps_arguments():
+    assert wp.load_module() is None and wp.load_module(None, "cpu", recursive=True) is None
+    assert wp.force_load() is None and wp.force_load("cpu") is None
+    with pytest.raises(wp.LaunchError, match="cuda:7"):
+        wp.force_load("cuda:7")
