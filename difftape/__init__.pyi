@@ -168,6 +168,10 @@ from difftape._src.constants import phi as phi
 from difftape._src.constants import pi as pi
 from difftape._src.constants import tau as tau
 
+# category: Warp's modules (wp.types.vector(...), wp.utils.array_cast(...))
+from difftape import types as types
+from difftape import utils as utils
+
 # category: interop (PyTorch and DLPack; torch is imported only when a converter is called)
 from difftape._src.interop.dlpack import from_dlpack as from_dlpack
 from difftape._src.interop.dlpack import to_dlpack as to_dlpack

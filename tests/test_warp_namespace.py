@@ -62,3 +62,30 @@ def test_load_module_and_force_load_accept_warps_arguments():
     assert wp.force_load() is None and wp.force_load("cpu") is None
     with pytest.raises(wp.LaunchError, match="cuda:7"):
         wp.force_load("cuda:7")
+
+
+def test_types_module_builds_and_describes_types():
+    vec5d = wp.types.vector(length=5, dtype=wp.float64)
+    assert vec5d is wp.vec(5, wp.float64) and wp.types.matrix((2, 3), float) is wp.mat((2, 3), float)
+    assert wp.types.type_length(vec5d) == 5 and wp.types.type_scalar_type(vec5d) is wp.float64
+    assert wp.types.type_size_in_bytes(wp.vec3) == 12 and wp.types.type_size_in_bytes(float) == 4
+    assert wp.types.type_size_in_bytes(wp.mat33d) == 72
+    assert wp.types.type_is_vector(wp.vec3) and not wp.types.type_is_vector(wp.mat22)
+    assert wp.types.type_is_matrix(wp.spatial_matrix) and wp.types.type_is_quaternion(wp.quat)
+    assert wp.types.type_is_transformation(wp.types.transformation(wp.float64))
+    assert wp.types.types_equal(float, wp.float32) and not wp.types.types_equal(wp.vec3, wp.vec3d)
+
+
+def test_array_cast_converts_like_c_scalar_by_scalar():
+    points = wp.array(np.arange(6, dtype=np.float32).reshape(2, 3) + 0.5, dtype=wp.vec3)
+    flat = wp.zeros(6, dtype=wp.float64)
+    wp.utils.array_cast(points, flat)
+    assert flat.numpy().tolist() == [0.5, 1.5, 2.5, 3.5, 4.5, 5.5]
+    ints = wp.full(4, 7, dtype=wp.int32)
+    wp.utils.array_cast(wp.array([1.7, -2.7, 3.2, 9.9], dtype=float), ints, count=3)
+    assert ints.numpy().tolist() == [1, -2, 3, 7]  # toward zero; the fourth left as it was
+    grid = wp.zeros((2, 2), dtype=wp.float16)
+    wp.utils.array_cast(wp.array(np.ones((2, 2)), dtype=wp.float64), grid)
+    assert grid.numpy().tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    with pytest.raises(ValueError, match="Partial cast"):
+        wp.utils.array_cast(grid, wp.zeros((2, 2)), count=1)
