@@ -89,3 +89,33 @@ def test_array_cast_converts_like_c_scalar_by_scalar():
     assert grid.numpy().tolist() == [[1.0, 1.0], [1.0, 1.0]]
     with pytest.raises(ValueError, match="Partial cast"):
         wp.utils.array_cast(grid, wp.zeros((2, 2)), count=1)
+
+
+OFFSET = 3.0
+
+
+def _scaled(mode: str):
+    @wp.kernel
+    def scaled(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        if wp.static(mode == "double"):  # the other branch is never compiled
+            y[i] = x[i] * wp.static(OFFSET - 1.0)
+        else:
+            y[i] = wp.not_a_builtin(x)
+    return scaled
+
+
+@wp.kernel
+def static_of_a_local(y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = wp.static(i * 2.0)
+
+
+def test_static_evaluates_when_the_kernel_compiles():
+    x, y = wp.array([1.0, 2.0], dtype=float), wp.zeros(2, dtype=float)
+    wp.launch(_scaled("double"), 2, inputs=[x, y])
+    assert y.numpy().tolist() == [2.0, 4.0] and wp.static(5) == 5
+    with pytest.raises(wp.KernelNameError, match="not_a_builtin"):
+        wp.launch(_scaled("other"), 2, inputs=[x, y])
+    with pytest.raises(wp.KernelNameError, match="wp.static.. evaluates its expression when"):
+        wp.launch(static_of_a_local, 2, inputs=[y])

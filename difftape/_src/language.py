@@ -1,4 +1,5 @@
-"""Kernel-language names that are not registry builtins: ``tid``, ``constant``, ``select``.
+"""Kernel-language names that are not registry builtins: ``tid``, ``constant``, ``select``,
+``static``.
 
 Inside kernels the frontend recognises these objects (``_difftape_special``); from Python scope
 they behave as Warp's do (``constant`` returns its value, ``tid`` raises).
@@ -37,3 +38,11 @@ def identity(n: int, dtype=float):
 
     return matrix_type((n, n), normalize_dtype(dtype))([1.0 if r == c else 0.0 for r in range(n)
                                                           for c in range(n)])
+
+
+@_special
+def static(expr):
+    """``expr`` evaluated when the kernel compiles, from the names around the kernel (module
+    globals, a factory function's variables): ``if wp.static(mode == "fast"):`` keeps only the
+    branch taken. In Python scope, ``expr`` itself."""
+    return expr

@@ -17,6 +17,7 @@ from ..ops import registry
 from . import ir
 from .calls import CallLowering, RegionInfo
 from .fence import check_syntax
+from .resolve import MISSING
 from .resolve import GlobalScope
 from .source import ParsedSource
 from .struct_values import (
@@ -420,6 +421,10 @@ class Lowerer(CallLowering, TargetLowering, ExpressionTyper):
         pass
 
     def visit_If(self, node: ast.If) -> None:
+        if self.is_static_call(node.test):  # ``if wp.static(...)``: the branch taken only
+            for stmt in node.body if self.static_value(node.test) else node.orelse:
+                self.lower_stmt(stmt)
+            return
         cond = self.truth(node.test, self.value(node.test))
         body = self.lower_block(node.body)
         orelse = self.lower_block(node.orelse)
@@ -627,6 +632,43 @@ class Lowerer(CallLowering, TargetLowering, ExpressionTyper):
         t = composite.matrix_type((n, n), dtype)
         return CompValue(t, [ir.Const(dtype, 1.0 if r == c else 0.0) for r in range(n)
                              for c in range(n)])
+
+    def is_static_call(self, node: ast.AST) -> bool:
+        from ..language import static
+
+        return isinstance(node, ast.Call) and self.evaluate_quietly(node.func) is static
+
+    def evaluate_quietly(self, node: ast.AST):
+        """What ``node`` (a name or attribute chain) stands for, or None if it is not one."""
+        if isinstance(node, ast.Name):
+            if node.id in self.scope:
+                return None
+            found = self.globals_.lookup(node.id)
+            return None if found is MISSING else found
+        if isinstance(node, ast.Attribute):
+            base = self.evaluate_quietly(node.value)
+            return getattr(base, node.attr, None) if base is not None else None
+        return None
+
+    def static_value(self, node: ast.Call):
+        """``wp.static(expr)``'s value: ``expr`` evaluated in Python, in the kernel's globals
+        and the closure around it."""
+        if len(node.args) != 1 or node.keywords:
+            self.fail(node, "wp.static() takes one expression", KernelTypeError)
+        env = dict(self.globals_.globals)
+        env.update(self.globals_.closure)
+        code = compile(ast.Expression(node.args[0]), self.parsed.filename, "eval")
+        try:
+            return eval(code, env)  # noqa: S307 - the user's own expression, as Warp does
+        except NameError as err:
+            self.fail(node, f"wp.static() evaluates its expression when the kernel compiles, "
+                      f"from module globals and closure variables: {err}", KernelNameError)
+        except Exception as err:
+            self.fail(node, f"wp.static() could not evaluate its expression: "
+                      f"{type(err).__name__}: {err}", KernelTypeError)
+
+    def call_static(self, node: ast.Call):
+        return self.from_python(node, self.static_value(node))
 
     def call_select(self, node: ast.Call):
         self.fail(node, "wp.select() has been removed. Use wp.where(cond, value_if_true, "
