@@ -548,6 +548,12 @@ def sample_unit_square(state: uint32) -> vec2f:
 def atomic_add(arr: array, i: _Int, value: _AnyScalar) -> _AnyScalar:
     """Atomically add ``value`` onto ``arr[i]`` and return the old value."""
 
+def atomic_cas(arr: array, i: _Int, compare: _AnyScalar, value: _AnyScalar) -> _AnyScalar:
+    """Atomically replace ``arr[i]`` by ``value`` where it equals ``compare``; return the old."""
+
+def atomic_exch(arr: array, i: _Int, value: _AnyScalar) -> _AnyScalar:
+    """Atomically replace ``arr[i]`` by ``value`` and return the old value (no gradient)."""
+
 def atomic_max(arr: array, i: _Int, value: _AnyScalar) -> _AnyScalar:
     """Atomically set ``arr[i]`` to ``max(arr[i], value)`` and return the old value."""
 

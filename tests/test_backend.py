@@ -958,3 +958,51 @@ def test_a_cache_entry_holding_another_signature_is_a_miss(tmp_path):
                                        (["fill"], ["swap"], ["load"]))
     assert filled == [2, 2.5] and loaded == [2, 2.5]
     assert type(loaded[0]) is int  # not the float signature's code (2.0)
+
+
+@wp.kernel
+def claim_and_swap(flags: wp.array(dtype=wp.int32), slots: wp.array(dtype=float),
+                   olds: wp.array(dtype=float), winners: wp.array(dtype=wp.int32),
+                   signed_zeros: wp.array(dtype=float)):
+    i = wp.tid()
+    if wp.atomic_cas(flags, 0, 0, 1) == 0:  # one thread claims the flag
+        winners[i] = 1
+    olds[i] = wp.atomic_exch(slots, i % 4, float(i))
+    wp.atomic_cas(signed_zeros, i % 2, 0.0, 1.0)  # by value: -0.0 equals 0.0
+
+
+@pytest.mark.parametrize("mode", ["serial", "parallel", "auto"])
+def test_atomic_exch_and_cas_in_every_mode(mode, monkeypatch):
+    """Warp's lock and swap atomics: one thread claims a flag, exchanges hand every value on
+    exactly once, a compare matches floats by value (Warp's CPU code); serial code and
+    LLVM's atomicrmw/cmpxchg (parallel) alike."""
+    monkeypatch.setattr(wp.config, "cpu_parallel", mode)
+    n = 40_000
+    flags, slots = wp.zeros(1, dtype=wp.int32), wp.zeros(4, dtype=float)
+    olds, winners = wp.zeros(n, dtype=float), wp.zeros(n, dtype=wp.int32)
+    signed = wp.array(np.array([-0.0, np.nan], np.float32), dtype=float)
+    wp.launch(claim_and_swap, n, inputs=[flags, slots, olds, winners, signed])
+    assert winners.numpy().sum() == 1 and flags.numpy().tolist() == [1]
+    handed_on = np.concatenate([olds.numpy(), slots.numpy()])  # every value once, 4 zeros
+    assert sorted(handed_on.tolist()) == [0.0] * 4 + [float(k) for k in range(n)]
+    assert signed.numpy()[0] == 1.0 and np.isnan(signed.numpy()[1])
+    assert "rt_atomic_cas" in claim_and_swap.source(parallel=True)
+
+
+@wp.kernel
+def exchange_vectors(v: wp.array(dtype=wp.vec3), x: wp.array(dtype=float),
+                     old: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    old[i] = wp.atomic_exch(v, i, wp.vec3(x[i], 2.0 * x[i], 3.0))
+
+
+def test_atomic_exch_of_vectors_has_no_gradient():
+    v = wp.array(np.ones((2, 3), np.float32), dtype=wp.vec3, requires_grad=True)
+    x = wp.array([1.0, 2.0], dtype=float, requires_grad=True)
+    old = wp.zeros(2, dtype=wp.vec3, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(exchange_vectors, 2, inputs=[v, x, old])
+    tape.backward(grads={v: wp.ones(2, dtype=wp.vec3)})
+    assert v.numpy().tolist() == [[1.0, 2.0, 3.0], [2.0, 4.0, 3.0]]
+    assert old.numpy().tolist() == [[1.0] * 3] * 2 and not x.grad.numpy().any()  # Warp: none

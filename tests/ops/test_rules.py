@@ -468,11 +468,12 @@ def test_clamp_lerp_smoothstep_values():
 
 
 def test_atomics_are_declarations_for_the_code_generator():
-    for key in ("atomic_add", "atomic_sub", "atomic_min", "atomic_max"):
+    for key in ("atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_exch",
+                "atomic_cas"):
         (record,) = registry.lookup(key)
         assert record.side_effect and record.impl == "atomic" and not record.is_differentiable
         with pytest.raises(RuntimeError, match=f"{key}\\(\\) can only be called inside kernels"):
-            record(None, 0, 1.0)
+            record(None, 0, *[1.0] * (len(record.param_names) - 2))
 
 
 # --- Tier B: every forward and rule compiles with Numba and agrees with Python --------------------

@@ -422,6 +422,46 @@ rt_atomic_add = _atomic("fadd", "add")
 rt_atomic_sub = _atomic("fsub", "sub")
 rt_atomic_min = _atomic("fmin", "min")
 rt_atomic_max = _atomic("fmax", "max")
+rt_atomic_exch = _atomic("xchg", "xchg")
+
+
+@intrinsic
+def rt_atomic_cas(typingctx, arr, idx, compare, val):
+    """Atomically replace ``arr[idx]`` by ``val`` where it equals ``compare`` (for floats by
+    value, as Warp's CPU code compares: -0.0 equals 0.0, NaN nothing); return the old value."""
+    if not isinstance(arr, types.Array) or not _indices(idx):
+        return None
+    sig = arr.dtype(arr, idx, arr.dtype, arr.dtype)
+
+    def codegen(context, builder, signature, args):
+        ptr = _element_pointer(context, builder, signature.args[0], args[0],
+                               signature.args[1], args[1])
+        element = ptr.type.pointee
+        compare, value = args[2], args[3]
+        if isinstance(element, ir.IntType):
+            pair = builder.cmpxchg(ptr, compare, value, "monotonic", "monotonic")
+            return builder.extract_value(pair, 0)
+        # Floats: LLVM's compare-exchange takes integers and compares bits. Swap the bits
+        # seen while they stand for a value equal to ``compare``; retry if they changed.
+        bits = ir.IntType(context.get_abi_sizeof(element) * 8)
+        word = builder.bitcast(ptr, bits.as_pointer())
+        seen = cgutils.alloca_once_value(builder, builder.load_atomic(
+            word, "monotonic", context.get_abi_sizeof(element)))
+        loop, done = builder.append_basic_block("cas_loop"), builder.append_basic_block("cas_done")
+        builder.branch(loop)
+        builder.position_at_end(loop)
+        old_bits = builder.load(seen)
+        old = builder.bitcast(old_bits, element)
+        with builder.if_then(builder.fcmp_ordered("==", old, compare)):
+            pair = builder.cmpxchg(word, old_bits, builder.bitcast(value, bits), "monotonic",
+                                   "monotonic")
+            builder.store(builder.extract_value(pair, 0), seen)
+            builder.cbranch(builder.extract_value(pair, 1), done, loop)
+        builder.branch(done)
+        builder.position_at_end(done)
+        return builder.bitcast(builder.load(seen), element)
+
+    return sig, codegen
 
 
 # ----------------------------------------------------------------------------- x86 FP control

@@ -112,7 +112,8 @@ class AdjointWriter(ForwardWriter):
 
     def reverse_Atomic(self, s: ir.Atomic, out: SourceBuilder) -> None:
         restored = s.result is not None and s.result in self.analysis.restored
-        wanted = self.has_gradient(s.array) and self.analysis.expr_active(s.value)
+        wanted = self.has_gradient(s.array) and self.analysis.expr_active(s.value) and \
+            s.op not in ("exch", "cas")  # no gradient, as in Warp
         p = s.array.param
         t = s.value.type
         replayed = s.op in ("add", "sub") and p in self.kernel.inplace_arrays

@@ -279,10 +279,17 @@ class ForwardWriter(ExprCoder):
             slot = self.private(ref, idx, "", t, s.op)
             out.line(f"{slot} = {s.op}({slot}, {value})")
             return
+        compare = f"{self.code(s.compare)}, " if s.op == "cas" else ""
         if self.parallel and mode in (SCATTER, UNIFORM):
             helper = f"rt_atomic_{s.op}"
             self.runtime.add(helper)
-            out.line(f"{target}{helper}({ref}, ({idx},), {value})")
+            out.line(f"{target}{helper}({ref}, ({idx},), {compare}{value})")
+            return
+        if s.op in ("exch", "cas"):
+            old = s.result or self.new_temp(t)
+            out.line(f"{old} = {ref}[{idx}]")
+            condition = f"if {old} == {self.code(s.compare)}: " if s.op == "cas" else ""
+            out.line(f"{condition}{ref}[{idx}] = {value}")
             return
         if s.result:
             out.line(f"{s.result} = {ref}[{idx}]")

@@ -112,11 +112,12 @@ class Store(Stmt):
 
 @dataclass(eq=False)
 class Atomic(Stmt):
-    op: str = "add"  # add | sub | min | max
+    op: str = "add"  # add | sub | min | max | exch | cas
     array: ArrayRef | None = None
     indices: tuple[Expr, ...] = ()
     value: Expr | None = None
     result: str | None = None  # local receiving the old value, if used
+    compare: Expr | None = None  # cas: the element is replaced only where it equals this
 
 
 @dataclass(eq=False)

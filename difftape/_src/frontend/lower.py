@@ -321,7 +321,7 @@ class Lowerer(CallLowering, TargetLowering, ExpressionTyper):
         return self.assign_part(target, self.call_builtin(node, key, [current, rhs]))
 
     def emit_atomics(self, node: ast.AST, op: str, ref: ir.ArrayRef, indices: list, value,
-                     t: type, result: bool = False):
+                     t: type, result: bool = False, compare: ir.Expr | None = None):
         """One atomic per component slot (``indices`` are full index tuples, one per slot)."""
         scalar = compute_type(dtypes.scalar_of(ref.dtype))
         if composite.is_composite(t) and len(indices) == 1:
@@ -337,7 +337,8 @@ class Lowerer(CallLowering, TargetLowering, ExpressionTyper):
         results = []
         for idx, c in zip(indices, comps):
             sym = self.new_temp(scalar) if result else None
-            self.emit(ir.Atomic(op=op, array=ref, indices=idx, value=c, result=sym))
+            self.emit(ir.Atomic(op=op, array=ref, indices=idx, value=c, result=sym,
+                                compare=compare))
             results.append(ir.Var(scalar, sym) if sym else None)
         if not result:
             return None
@@ -589,21 +590,29 @@ class Lowerer(CallLowering, TargetLowering, ExpressionTyper):
         return ir.Var(a.type, result)
 
     def atomic_call(self, node: ast.Call, key: str) -> ir.Expr:
-        if len(node.args) < 3:
-            self.fail(node, f"{key}(array, index..., value) needs an array, at least one index "
-                      "and a value", KernelTypeError)
+        operands = 2 if key == "atomic_cas" else 1  # (compare,) value
+        if len(node.args) < 2 + operands:
+            what = "a compare value and a value" if operands == 2 else "a value"
+            self.fail(node, f"{key}(array, index..., {'compare, ' if operands == 2 else ''}"
+                      f"value) needs an array, at least one index and {what}", KernelTypeError)
         ref = self.evaluate(node.args[0])
         if not isinstance(ref, ir.ArrayRef):
             self.fail(node.args[0], f"the first argument of {key}() must be an array",
                       KernelTypeError)
-        indices = [self.coerce_int(a) for a in node.args[1:-1]]
+        indices = [self.coerce_int(a) for a in node.args[1:-operands]]
         full = ref.prefix + tuple(indices)
         if len(full) != ref.ndim:
             self.fail(node, f"{key}() needs {ref.view_ndim} index(es) for this array, "
                       f"{len(indices)} given", KernelTypeError)
+        compare = None
+        if operands == 2:
+            if composite.is_composite(ref.dtype):
+                self.fail(node, "atomic_cas() works on arrays of scalars", KernelTypeError)
+            compare = self.coerce_scalar(node.args[-2], self.operand(node.args[-2]),
+                                         compute_type(ref.dtype))
         value = self.operand(node.args[-1])
         return self.emit_atomics(node.args[-1], key.removeprefix("atomic_"), ref, [full], value,
-                                 ref.dtype, result=True)
+                                 ref.dtype, result=True, compare=compare)
 
     def call_print(self, node: ast.Call) -> None:
         values = []

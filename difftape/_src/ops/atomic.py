@@ -1,11 +1,13 @@
-"""Atomic array builtins: ``atomic_add``, ``atomic_sub``, ``atomic_min``, ``atomic_max``.
+"""Atomic array builtins: ``atomic_add``, ``atomic_sub``, ``atomic_min``, ``atomic_max``,
+``atomic_exch``, ``atomic_cas``.
 
 These records only declare names, docs and types. The code generator lowers them (``impl="atomic"``)
 to an indexed read-modify-write on the array, never replays them in adjoint kernels
 (``side_effect=True``), and emits their adjoints from SPEC §2.4: ``atomic_add``/``atomic_sub`` pass
 ``±arr.grad[i]`` to ``value``; ``atomic_min``/``atomic_max`` pass ``arr.grad[i]`` only where
-``value`` equals the final stored value (or both are NaN). ``arr`` is typed with a placeholder
-because the records hold scalar types only.
+``value`` equals the final stored value (or both are NaN); ``atomic_exch`` and ``atomic_cas``
+(locks, flags) have no gradient, as in Warp. ``arr`` is typed with a placeholder because the
+records hold scalar types only.
 """
 
 from __future__ import annotations
@@ -46,3 +48,16 @@ def atomic_min(arr, i, value):
 def atomic_max(arr, i, value):
     """Atomically set ``arr[i]`` to ``max(arr[i], value)`` and return the old value."""
     raise RuntimeError("atomic_max() can only be called inside kernels")
+
+
+@builtin(**_ATOMIC)
+def atomic_exch(arr, i, value):
+    """Atomically replace ``arr[i]`` by ``value`` and return the old value (no gradient)."""
+    raise RuntimeError("atomic_exch() can only be called inside kernels")
+
+
+@builtin(**{**_ATOMIC, "inputs": {"arr": AnyScalar, "i": Int, "compare": AnyScalar,
+                                  "value": AnyScalar}})
+def atomic_cas(arr, i, compare, value):
+    """Atomically replace ``arr[i]`` by ``value`` where it equals ``compare``; return the old."""
+    raise RuntimeError("atomic_cas() can only be called inside kernels")
