@@ -119,6 +119,7 @@ from difftape._src.launch import launch as launch
 from difftape._src.language import constant as constant
 from difftape._src.language import identity as identity
 from difftape._src.language import select as select
+from difftape._src.language import printf as printf
 from difftape._src.language import static as static
 from difftape._src.language import tid as tid
 from difftape._src.kernel_library import lower_bound as lower_bound

@@ -119,3 +119,18 @@ def test_static_evaluates_when_the_kernel_compiles():
         wp.launch(_scaled("other"), 2, inputs=[x, y])
     with pytest.raises(wp.KernelNameError, match="wp.static.. evaluates its expression when"):
         wp.launch(static_of_a_local, 2, inputs=[y])
+
+
+@wp.kernel
+def report(x: wp.array(dtype=float), n: wp.array(dtype=wp.int8)):
+    i = wp.tid()
+    wp.printf("thread %d: x = %.3f, n = %d, %lld\n", i, x[i], n[i], wp.int64(i) * wp.int64(10000000000))
+
+
+def test_printf_formats_like_c(capfd, monkeypatch):
+    monkeypatch.setattr(wp.config, "cpu_parallel", "serial")
+    wp.launch(report, 2, inputs=[wp.array([1.5, -2.25], dtype=float),
+                                 wp.array([3, -4], dtype=wp.int8)])
+    wp.printf("python %d\n", 7)
+    assert capfd.readouterr().out.splitlines() == [
+        "thread 0: x = 1.500, n = 3, 0", "thread 1: x = -2.250, n = -4, 10000000000", "python 7"]

@@ -1,5 +1,5 @@
 """Kernel-language names that are not registry builtins: ``tid``, ``constant``, ``select``,
-``static``.
+``static``, ``printf``.
 
 Inside kernels the frontend recognises these objects (``_difftape_special``); from Python scope
 they behave as Warp's do (``constant`` returns its value, ``tid`` raises).
@@ -46,3 +46,10 @@ def static(expr):
     globals, a factory function's variables): ``if wp.static(mode == "fast"):`` keeps only the
     branch taken. In Python scope, ``expr`` itself."""
     return expr
+
+
+@_special
+def printf(fmt: str, *args):
+    """Print ``args`` with C's ``printf`` format ``fmt`` (``wp.printf("i = %d\\n", i)``), the
+    output flushed at once; in Python scope, ``fmt % args``."""
+    print(fmt % args, end="")

@@ -516,3 +516,32 @@ def fp_control() -> int:
 def set_fp_control(value) -> None:
     """Set the calling thread's MXCSR (x86 only)."""
     rt_set_fp_control(np.uint32(value))
+
+
+@intrinsic
+def rt_printf(typingctx, fmt, values):
+    """C's ``printf(fmt, values...)`` (``wp.printf``), then ``fflush``: floats passed as double
+    and small integers as int, as C's variadic calls promote them."""
+    if not isinstance(fmt, types.StringLiteral) or not isinstance(values, types.BaseTuple):
+        return None
+    text = fmt.literal_value
+
+    def codegen(context, builder, signature, args):
+        promoted = []
+        for t, value in zip(signature.args[1], cgutils.unpack_tuple(builder, args[1])):
+            if isinstance(t, types.Float):
+                promoted.append(builder.fpext(value, ir.DoubleType()) if t.bitwidth < 64
+                                else value)
+            elif isinstance(t, (types.Integer, types.Boolean)) and \
+                    getattr(t, "bitwidth", 1) < 32:
+                extend = builder.sext if getattr(t, "signed", False) else builder.zext
+                promoted.append(extend(value, ir.IntType(32)))
+            else:
+                promoted.append(value)
+        cgutils.printf(builder, text, *promoted)
+        flush = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.IntType(32), [cgutils.voidptr_t]), "fflush")
+        builder.call(flush, [cgutils.voidptr_t(None)])  # all streams: output in call order
+        return context.get_dummy_value()
+
+    return types.void(fmt, values), codegen

@@ -504,8 +504,14 @@ class ForwardWriter(ExprCoder):
             self.push(trip, dtypes.int32, out)
 
     def forward_Print(self, s: ir.Print, out: SourceBuilder) -> None:
-        if not self.replay:
-            out.line(f"print({', '.join(self.code(v) for v in s.values)})")
+        if self.replay:
+            return
+        if s.c_format is not None:
+            self.runtime.add("rt_printf")
+            values = "".join(f"{self.code(v)}, " for v in s.values)
+            out.line(f"rt_printf({s.c_format!r}, ({values}))")
+            return
+        out.line(f"print({', '.join(self.code(v) for v in s.values)})")
 
     def forward_CustomCall(self, s: ir.CustomCall, out: SourceBuilder) -> None:
         if self.replay:

@@ -198,6 +198,7 @@ class GradOf(Stmt):
 @dataclass(eq=False)
 class Print(Stmt):
     values: tuple[Expr, ...] = ()
+    c_format: str | None = None  # wp.printf: C's format string for the values
 
 
 @dataclass(eq=False)

@@ -623,6 +623,22 @@ class Lowerer(CallLowering, TargetLowering, ExpressionTyper):
                 values.append(self.value(a))
         self.emit(ir.Print(values=tuple(values)))
 
+    def call_printf(self, node: ast.Call) -> None:
+        """``wp.printf("x = %f\\n", x)``: C's printf, with a format string written in the call."""
+        if not node.args or not (isinstance(node.args[0], ast.Constant) and
+                                 isinstance(node.args[0].value, str)):
+            self.fail(node, "printf() takes a format string literal first", KernelTypeError)
+        if node.keywords:
+            self.fail(node, "printf() does not take keyword arguments", KernelSyntaxError)
+        values = []
+        for a in node.args[1:]:
+            value = self.value(a)
+            if isinstance(value, CompValue) or not dtypes.is_scalar_type(value.type):
+                self.fail(a, "printf() prints scalars; pass a vector's components one by one",
+                          KernelTypeError)
+            values.append(value)
+        self.emit(ir.Print(values=tuple(values), c_format=node.args[0].value))
+
     def call_tid(self, node: ast.Call):
         self.fail(node, "wp.tid() must be assigned directly: i = wp.tid() or i, j = wp.tid()",
                   KernelSyntaxError)
