@@ -90,7 +90,9 @@ from difftape._src.array_ops import zeros_like as zeros_like
 # category: devices
 from difftape._src.device import Device as Device
 from difftape._src.device import ScopedDevice as ScopedDevice
+from difftape._src.device import get_cuda_device as get_cuda_device
 from difftape._src.device import get_cuda_device_count as get_cuda_device_count
+from difftape._src.device import get_cuda_devices as get_cuda_devices
 from difftape._src.device import get_device as get_device
 from difftape._src.device import get_devices as get_devices
 from difftape._src.device import get_preferred_device as get_preferred_device

@@ -134,3 +134,11 @@ def test_printf_formats_like_c(capfd, monkeypatch):
     wp.printf("python %d\n", 7)
     assert capfd.readouterr().out.splitlines() == [
         "thread 0: x = 1.500, n = 3, 0", "thread 1: x = -2.250, n = -4, 10000000000", "python 7"]
+
+
+def test_cuda_device_queries_say_there_is_none():
+    assert wp.get_cuda_devices() == [] and wp.get_cuda_device_count() == 0
+    with pytest.raises(wp.LaunchError, match="CUDA is not available"):
+        wp.get_cuda_device()
+    with pytest.raises(wp.LaunchError, match="cuda:1"):
+        wp.get_cuda_device(1)

@@ -113,6 +113,16 @@ def get_cuda_device_count() -> int:
     return 0
 
 
+def get_cuda_devices() -> list[Device]:
+    """The CUDA devices (none)."""
+    return []
+
+
+def get_cuda_device(ordinal: int | None = None) -> Device:
+    """A CUDA device: there is none, so this raises LaunchError (as ``get_device("cuda")``)."""
+    return get_device("cuda" if ordinal is None else f"cuda:{ordinal}")
+
+
 def init() -> None:
     """Initialize the runtime. Nothing needs initializing on the CPU; safe to call repeatedly."""
 

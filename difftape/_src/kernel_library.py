@@ -1,13 +1,13 @@
 """Warp builtins whose work is a loop, written in the kernel language and inlined like the user's
 own ``@wp.func``: ``lower_bound`` (a binary search), and the draws ``sample_cdf`` and ``poisson``
-(a search, a rejection sampler) behind the frontend's ``call_sample_cdf``/``call_poisson``.
+(a search, a rejection sampler).
 
 The draws take the caller's random state and return it advanced as their second result; the
-frontend assigns it back to the caller's variable, as ``wp.randf(state)`` does (``Draw``). The algorithms
-and constants are Warp's (``native/rand.h``: a multiplication method for small means, Hörmann's
-transformed rejection for means of 10 and more), in float32, so the draws are the same except
-where a float32 ``exp``/``log``/``sqrt`` rounds differently from the C library's and a rejection
-test lands the other way.
+frontend (``typecheck.library_draw``) assigns it back to the caller's variable, as
+``wp.randf(state)`` does. The algorithms and constants are Warp's (``native/rand.h``: a
+multiplication method for small means, Hörmann's transformed rejection for means of 10 and more),
+in float32, so the draws are the same except where a float32 ``exp``/``log``/``sqrt`` rounds
+differently from the C library's and a rejection test lands the other way.
 """
 
 from typing import Any
@@ -27,7 +27,8 @@ def lower_bound(arr: array(dtype=Any), value: Any) -> int:
 
 
 @func
-def lower_bound(arr: array(dtype=Any), arr_begin: int, arr_end: int, value: Any) -> int:  # noqa: F811
+def lower_bound(arr: array(dtype=Any), arr_begin: int, arr_end: int,  # noqa: F811 (overload)
+                value: Any) -> int:
     """The first index in [``arr_begin``, ``arr_end``) of sorted ``arr`` whose element is not
     less than ``value`` (``arr_end - 1`` if none is)."""
     return _lower_bound(arr, arr_begin, arr_end, value)
@@ -129,22 +130,23 @@ def _poisson(state: uint32, lam: float32):
 
 
 class Draw:
-    """``wp.sample_cdf`` and ``wp.poisson``: in kernels, the function inlined and the caller's
+    """``wp.sample_cdf`` and ``wp.poisson``: in kernels, ``function`` inlined and the caller's
     state advanced (``typecheck.library_draw``); in Python scope, the value of a kernel's first
-    draw, the state left as it is (Warp's behaviour)."""
+    draw, the state left as it is (Warp's behaviour), through the one-thread kernel
+    ``first_draw`` (None: kernels only)."""
 
-    def __init__(self, function, doc: str, python_scope: bool):
+    def __init__(self, function, doc: str, first_draw=None):
         self._difftape_draw = function
         self.__doc__ = doc
         self.__name__ = function.key.lstrip("_")
-        self._python_scope = python_scope
+        self._first_draw = first_draw
         self._kernel = None
 
     def __call__(self, state, *args):
-        if not self._python_scope:
+        if self._first_draw is None:
             raise RuntimeError(f"wp.{self.__name__}() can only be called inside kernels")
         if self._kernel is None:
-            self._kernel = wp.kernel(_first_poisson)
+            self._kernel = wp.kernel(self._first_draw)
         out = wp.zeros(1, dtype=uint32)
         wp.launch(self._kernel, 1, inputs=[uint32(int(state) & 0xFFFFFFFF), *args, out])
         return int(out.numpy()[0])
@@ -157,7 +159,7 @@ def _first_poisson(state: uint32, lam: float32, out: array(dtype=uint32)):
     out[0] = wp.poisson(state, lam)
 
 
-sample_cdf = Draw(_sample_cdf, "Return the index of the bin of ``cdf`` (cumulative, ending at 1) a "
-                  "uniform draw falls in, advancing ``state``; inside kernels only.", False)
+sample_cdf = Draw(_sample_cdf, "Return the index of the bin of ``cdf`` (cumulative, ending at 1) "
+                  "a uniform draw falls in, advancing ``state``; inside kernels only.")
 poisson = Draw(_poisson, "Return a Poisson-distributed count (uint32) of mean ``lam``, advancing "
-               "``state`` (not when ``lam`` is 0).", True)
+               "``state`` (not when ``lam`` is 0).", _first_poisson)
