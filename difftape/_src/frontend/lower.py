@@ -17,8 +17,7 @@ from ..ops import registry
 from . import ir
 from .calls import CallLowering, RegionInfo
 from .fence import check_syntax
-from .resolve import MISSING
-from .resolve import GlobalScope
+from .resolve import MISSING, GlobalScope
 from .source import ParsedSource
 from .struct_values import (
     is_struct_type,
