@@ -82,14 +82,12 @@ class AdjointWriter(ForwardWriter):
 
     def reverse_Store(self, s: ir.Store, out: SourceBuilder) -> None:
         p = s.array.param
-        inplace = p in self.kernel.inplace_arrays
-        if not self.has_gradient(s.array) and not inplace:
+        replayed = self.replays_write(s)
+        if not self.has_gradient(s.array) and not replayed:
             return
         self.comment(s, out)
-        if inplace:
-            old = self.new_temp(s.value.type)
-            self.pop(old, s.value.type, out)
-            out.line(f"{p}[{self.index_code(s.indices, ref=s.array)}] = {old}")
+        if replayed:
+            self.restore_element(s, out)
         if not self.has_gradient(s.array):
             return
         adj = naming.adjoint_array(p)
@@ -110,22 +108,27 @@ class AdjointWriter(ForwardWriter):
         read = self.read_code(naming.adjoint_array(p), s.array, s.indices, temps)
         return f"({read} if {naming.has_adjoint_flag(p)} else {self.zero(s.value.type)})"
 
+    def restore_element(self, s: ir.Store | ir.Atomic, out: SourceBuilder) -> None:
+        """Put back the element replayed write ``s`` changed in the launch's copy of its
+        array (``ForwardWriter.saved_element`` pushed it)."""
+        old = self.new_temp(s.value.type)
+        self.pop(old, s.value.type, out)
+        out.line(f"{s.array.param}[{self.index_code(s.indices, ref=s.array)}] = {old}")
+
     def reverse_Atomic(self, s: ir.Atomic, out: SourceBuilder) -> None:
         restored = s.result is not None and s.result in self.analysis.restored
         wanted = self.has_gradient(s.array) and self.analysis.expr_active(s.value) and \
             s.op not in ("exch", "cas")  # no gradient, as in Warp
         p = s.array.param
         t = s.value.type
-        replayed = s.op in ("add", "sub") and p in self.kernel.inplace_arrays
+        replayed = self.replays_write(s)
         if not restored and not wanted and not replayed:
             return
         self.comment(s, out)
         if restored:
             self.pop(s.result, t, out)
-        if replayed:  # the replay added into the launch's copy: put its old element back
-            old = self.new_temp(t)
-            self.pop(old, t, out)
-            out.line(f"{p}[{self.index_code(s.indices, ref=s.array)}] = {old}")
+        if replayed:
+            self.restore_element(s, out)
         if not wanted:
             return
         temps: dict = {}

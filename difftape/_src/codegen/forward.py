@@ -219,15 +219,25 @@ class ForwardWriter(ExprCoder):
         if not self.effects and not self.replay:
             return
         if self.replay:
-            if s.array.param in self.kernel.inplace_arrays:
-                # The adjoint runs on a private copy of this array taken before the launch:
-                # replaying the store (and saving the old element) lets later reads see it.
-                target = f"{s.array.param}[{self.index_code(s.indices, ref=s.array)}]"
-                self.push(target, s.value.type, out)
-                out.line(f"{target} = {self.code(s.value)}")
+            if self.replays_write(s):
+                out.line(f"{self.saved_element(s, out)} = {self.code(s.value)}")
             return
         value = self.code(s.value)
         out.line(f"{s.array.param}[{self.index_code(s.indices, ref=s.array)}] = {value}")
+
+    def replays_write(self, s: ir.Store | ir.Atomic) -> bool:
+        """Whether the adjoint's replay performs write ``s``: a store or an add into an array
+        the kernel also reads. The adjoint runs on a private copy of such an array taken
+        before the launch, so later reads in the replay see the write, as they did."""
+        return s.array.param in self.kernel.inplace_arrays and (
+            isinstance(s, ir.Store) or s.op in ("add", "sub"))
+
+    def saved_element(self, s: ir.Store | ir.Atomic, out: SourceBuilder) -> str:
+        """The element replayed write ``s`` changes, its old value pushed for the reverse sweep
+        to put back (``AdjointWriter.restore_element``)."""
+        target = f"{s.array.param}[{self.index_code(s.indices, ref=s.array)}]"
+        self.push(target, s.value.type, out)
+        return target
 
     def forward_Atomic(self, s: ir.Atomic, out: SourceBuilder) -> None:
         t = s.value.type
@@ -236,12 +246,8 @@ class ForwardWriter(ExprCoder):
             out.line(f"if has_{s.array.param}: {s.array.param}[{self.index_code(s.indices)}] "
                      f"{sign}= {self.code(s.value)}")
             return
-        if not self.effects and self.replay and s.op in ("add", "sub") and \
-                s.array.param in self.kernel.inplace_arrays:
-            # The adjoint runs on a private copy of this array taken before the launch: the
-            # add replayed (its old element saved) lets later reads see it, as they did.
-            target = f"{s.array.param}[{self.index_code(s.indices, ref=s.array)}]"
-            self.push(target, t, out)
+        if not self.effects and self.replay and self.replays_write(s):
+            target = self.saved_element(s, out)
             if s.result:
                 if s.result in self.analysis.restored:
                     self.push(s.result, t, out)
@@ -279,17 +285,21 @@ class ForwardWriter(ExprCoder):
             slot = self.private(ref, idx, "", t, s.op)
             out.line(f"{slot} = {s.op}({slot}, {value})")
             return
-        compare = f"{self.code(s.compare)}, " if s.op == "cas" else ""
         if self.parallel and mode in (SCATTER, UNIFORM):
             helper = f"rt_atomic_{s.op}"
             self.runtime.add(helper)
+            compare = f"{self.code(s.compare)}, " if s.op == "cas" else ""
             out.line(f"{target}{helper}({ref}, ({idx},), {compare}{value})")
             return
-        if s.op in ("exch", "cas"):
+        if s.op == "cas":
             old = s.result or self.new_temp(t)
             out.line(f"{old} = {ref}[{idx}]")
-            condition = f"if {old} == {self.code(s.compare)}: " if s.op == "cas" else ""
-            out.line(f"{condition}{ref}[{idx}] = {value}")
+            out.line(f"if {old} == {self.code(s.compare)}: {ref}[{idx}] = {value}")
+            return
+        if s.op == "exch":
+            if s.result:
+                out.line(f"{s.result} = {ref}[{idx}]")
+            out.line(f"{ref}[{idx}] = {value}")
             return
         if s.result:
             out.line(f"{s.result} = {ref}[{idx}]")

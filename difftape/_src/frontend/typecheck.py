@@ -112,7 +112,7 @@ class ExpressionTyper:
                 return binding.value()
             if not isinstance(binding, tuple):
                 return binding  # struct values
-            if node.id in getattr(self, "random_states", ()):  # a draw may change it later on
+            if node.id in self.random_states:  # a draw may change it later in the statement
                 return self.stage(ir.Var(binding[0], binding[1]))
             return ir.Var(binding[0], binding[1])
         obj = self.globals_.lookup(node.id)
